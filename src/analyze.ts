@@ -1,0 +1,48 @@
+/** `barwatch analyze`: one pass over finished or running output with the daemon's own read path. */
+import type { Config } from './config/load.js';
+import type { Logger } from './log.js';
+import { Pipeline } from './pipeline.js';
+import type { Finding } from './report/json.js';
+import type { RunState } from './runs/run.js';
+import { discover } from './sources/discover.js';
+import type { FileSource } from './sources/file-source.js';
+
+export interface AnalyzeResult {
+  runs: RunState[];
+  filesByRun: Map<string, FileSource[]>;
+  findings: Finding[];
+  problems: { path: string; message: string }[];
+  pipeline: Pipeline;
+}
+
+export class InputError extends Error {
+  override readonly name = 'InputError';
+}
+
+export async function analyzePaths(paths: string[], config: Config, log: Logger, now: () => number = Date.now): Promise<AnalyzeResult> {
+  let found;
+  try {
+    found = await discover(paths);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new InputError(`${e.path ?? paths.join(', ')}: ${e.code === 'ENOENT' ? 'no such file or folder' : `cannot read (${e.code})`}`);
+  }
+  if (found.files.length === 0) {
+    throw new InputError(`no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, trainer_state.json, configs/*.yaml)`);
+  }
+  const pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now, log });
+  for (const f of found.files) {
+    pipeline.track(f.file, f.kind, f.place);
+    await pipeline.drain(f.file);
+  }
+  pipeline.finish();
+  await pipeline.close();
+  const filesByRun = new Map<string, FileSource[]>();
+  for (const src of pipeline.sources.values()) {
+    const list = filesByRun.get(src.place.run) ?? [];
+    list.push(src);
+    filesByRun.set(src.place.run, list);
+  }
+  for (const [file, code] of pipeline.failures()) found.problems.push({ path: file, message: `cannot read (${code})` });
+  return { runs: pipeline.registry.all(), filesByRun, findings: [], problems: found.problems, pipeline };
+}

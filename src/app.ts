@@ -1,0 +1,193 @@
+/**
+ * The daemon: builds the read path from the config, follows the watched roots, saves its state
+ * periodically and on stop, and logs a one-line status. Detectors and alerting plug in here.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { FSWatcher } from 'chokidar';
+import type { Config } from './config/load.js';
+import type { Logger } from './log.js';
+import { classifyFile } from './parsers/index.js';
+import { Pipeline } from './pipeline.js';
+import { loadState, writeAtomic } from './sources/checkpoint.js';
+import { placeFile } from './sources/place.js';
+import { startWatcher, type WatchEvent, type WatchRoot } from './sources/watcher.js';
+
+/** Folders of a run that `barwatch watch` follows when started in the run with no config. */
+export const DEFAULT_RUN_FOLDERS = ['outputs', 'configs', 'logs', 'debug_logs'] as const;
+
+export interface DaemonOptions {
+  config: Config;
+  log: Logger;
+  now?: () => number;
+  /** Watch the single run in `config.watch.roots[0]`: only its DEFAULT_RUN_FOLDERS. */
+  singleRun?: boolean;
+  /** Re-check every followed file this often, in case a file event was missed. */
+  sweepIntervalMs?: number;
+}
+
+export const STATE_FILE = 'state.json';
+
+export class Daemon {
+  private pipeline: Pipeline | null = null;
+  private watcher: FSWatcher | null = null;
+  private readonly queue = new Set<string>();
+  private working: Promise<void> | null = null;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private stopping = false;
+  private checkpointError: string | null = null;
+  private readonly now: () => number;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: DaemonOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log;
+  }
+
+  get statePath(): string {
+    return path.join(this.opts.config.stateDir, STATE_FILE);
+  }
+
+  /** The read path (for tests and the status line); null before start. */
+  get reader(): Pipeline | null {
+    return this.pipeline;
+  }
+
+  async start(): Promise<void> {
+    const { config } = this.opts;
+    await fsp.mkdir(config.stateDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+      this.log.warn({ stateDir: config.stateDir, code: err.code }, 'cannot create the state folder; state will not be saved');
+    });
+    const loaded = await loadState(this.statePath, this.now());
+    for (const p of loaded.problems) this.log.warn({ stateDir: config.stateDir }, p);
+    if (loaded.state !== null) this.log.info({ files: Object.keys(loaded.state.files).length, runs: loaded.state.runs.length, savedAt: loaded.state.savedAt }, 'resuming from saved state');
+    this.pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now: this.now, log: this.log }, loaded.state);
+
+    const roots: WatchRoot[] = config.watch.roots.map((p, i) =>
+      this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
+    );
+    for (const r of roots) {
+      const exists = await fsp.stat(r.path).then(() => true, () => false);
+      if (!exists) this.log.warn({ root: r.path }, 'watched root does not exist yet; waiting for it');
+    }
+    this.log.info({ roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)), poll: config.watch.poll, stateDir: config.stateDir }, 'watching');
+    const reportedErrors = new Set<string>();
+    this.watcher = await startWatcher(
+      { roots, poll: config.watch.poll, pollIntervalMs: config.watch.pollIntervalMs, exclude: [config.stateDir] },
+      (event, file) => this.onEvent(event, file),
+      (err) => {
+        const e = err as NodeJS.ErrnoException;
+        const key = `${e.code}|${e.path}`;
+        if (reportedErrors.has(key)) return;
+        reportedErrors.add(key);
+        this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
+      },
+    );
+    await this.idle();
+    await this.checkpoint();
+    this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
+    this.every(config.watch.statusIntervalMs, () => this.status());
+    this.every(this.opts.sweepIntervalMs ?? 10_000, () => this.sweep());
+    this.status();
+  }
+
+  private every(ms: number, fn: () => unknown): void {
+    const t = setInterval(() => void fn(), ms);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  private onEvent(event: WatchEvent, file: string): void {
+    const p = this.pipeline;
+    if (p === null || this.stopping) return;
+    if (!p.has(file)) {
+      if (event === 'unlink') return;
+      const kind = classifyFile(file);
+      if (kind === null) return;
+      p.track(file, kind, placeFile(file, kind));
+    }
+    this.schedule(file);
+  }
+
+  /** Queues a file for reading; one reader works through the queue. */
+  schedule(file: string): void {
+    this.queue.add(file);
+    this.working ??= this.work().finally(() => {
+      this.working = null;
+    });
+  }
+
+  private async work(): Promise<void> {
+    const p = this.pipeline!;
+    while (this.queue.size > 0) {
+      const file = this.queue.values().next().value as string;
+      this.queue.delete(file);
+      const out = await p.poll(file);
+      if (out === 'more') this.queue.add(file);
+      else if (out === 'gone') {
+        this.log.info({ file }, 'file removed; stopped following it');
+        await p.untrack(file);
+      }
+    }
+  }
+
+  /** Resolves when every queued read is done. */
+  async idle(): Promise<void> {
+    while (this.working !== null) await this.working;
+  }
+
+  /** Re-reads every followed file (a missed event costs at most one sweep) and closes idle debug-log steps. */
+  private sweep(): void {
+    const p = this.pipeline;
+    if (p === null) return;
+    const now = this.now();
+    for (const [file, src] of p.sources) {
+      if (src.parser.kind === 'lines' && src.parser.flush !== undefined && src.lastData !== null && now - src.lastData > this.opts.config.parser.debugStepGapMs) {
+        p.finish(file);
+        src.lastData = null;
+      }
+      this.schedule(file);
+    }
+  }
+
+  status(): void {
+    const p = this.pipeline;
+    if (p === null) return;
+    const t = p.totals();
+    this.log.info(
+      { ...t, queued: this.queue.size },
+      `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long`,
+    );
+  }
+
+  /** Saves offsets and statistics together. A failure is logged once until it changes. */
+  async checkpoint(): Promise<void> {
+    const p = this.pipeline;
+    if (p === null) return;
+    try {
+      await writeAtomic(this.statePath, JSON.stringify(p.state()));
+      if (this.checkpointError !== null) {
+        this.log.info({ stateDir: this.opts.config.stateDir }, 'state saved again');
+        this.checkpointError = null;
+      }
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      if (this.checkpointError !== code) {
+        this.checkpointError = code;
+        this.log.error({ stateDir: this.opts.config.stateDir, code }, `cannot save state (${code}); a restart will re-read the logs from the last saved point`);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.watcher?.close();
+    this.queue.clear();
+    await this.idle();
+    await this.checkpoint();
+    await this.pipeline?.close();
+    this.log.info('stopped; state saved');
+  }
+}

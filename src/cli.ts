@@ -1,0 +1,131 @@
+/** argv -> commands (commander). Thin: each command builds what it needs and sets the exit code. */
+import { Command, CommanderError, Option } from 'commander';
+import { analyzePaths, InputError } from './analyze.js';
+import { Daemon } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config/load.js';
+import { createLogger, silentLogger } from './log.js';
+import { analyzeDocument } from './report/json.js';
+import { renderText } from './report/text.js';
+
+/** Exit statuses of SPEC 5. */
+export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
+
+function readConfig(file: string | undefined): Config {
+  return loadConfig(file ?? null);
+}
+
+function fail(message: string): never {
+  process.stderr.write(`barwatch: ${message}\n`);
+  process.exit(EXIT.usage);
+}
+
+function configOrExit(file: string | undefined): Config {
+  try {
+    return readConfig(file);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`barwatch: invalid configuration\n${err.message}\n`);
+      process.exit(EXIT.usage);
+    }
+    throw err;
+  }
+}
+
+export function buildProgram(): Command {
+  const program = new Command('barwatch')
+    .description('Watchdog for alternating RL training runs (BAR-RAG): tails reward logs, detects failure modes, alerts.')
+    .version('0.1.0')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  program
+    .command('watch')
+    .description('follow runs as training writes them (the daemon)')
+    .argument('[paths...]', 'run folders or roots of many runs (default: the config, or this folder as one run)')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .action(async (paths: string[], opts: { config?: string }) => {
+      const config = configOrExit(opts.config);
+      const singleRun = paths.length === 0 && opts.config === undefined;
+      if (paths.length > 0) config.watch.roots = paths.map((p) => new URL(p, `file://${process.cwd()}/`).pathname);
+      const log = createLogger(config.log);
+      const daemon = new Daemon({ config, log, singleRun });
+      let stopping = false;
+      const stop = (signal: string): void => {
+        if (stopping) return;
+        stopping = true;
+        log.info({ signal }, 'stopping');
+        const force = setTimeout(() => process.exit(1), 5000);
+        force.unref();
+        daemon.stop().then(
+          () => process.exit(EXIT.ok),
+          (err: unknown) => {
+            log.error({ err }, 'error while stopping');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+      await daemon.start();
+    });
+
+  program
+    .command('analyze')
+    .description('one pass over finished or running output, then exit (0 healthy, 1 findings, 2 usage/input error)')
+    .argument('<paths...>', 'run folders, roots of many runs, or single log files')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .addOption(new Option('-f, --format <format>', 'output format').choices(['text', 'json']).default('text'))
+    .option('-v, --verbose', 'log what is read to stderr')
+    .action(async (paths: string[], opts: { config?: string; format: 'text' | 'json'; verbose?: boolean }) => {
+      const config = configOrExit(opts.config);
+      const log = opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : createLogger({ ...config.log, level: 'warn' });
+      let result;
+      try {
+        result = await analyzePaths(paths, config, opts.verbose === true ? log : silentLogger());
+      } catch (err) {
+        if (err instanceof InputError) fail(err.message);
+        throw err;
+      }
+      for (const p of result.problems) log.warn({ path: p.path }, p.message);
+      if (opts.format === 'json') {
+        process.stdout.write(JSON.stringify(analyzeDocument(result.runs, result.filesByRun, result.findings), null, 2) + '\n');
+      } else {
+        process.stdout.write(renderText(result.runs, result.filesByRun, result.findings));
+      }
+      const bad = result.findings.some((f) => f.severity === 'warning' || f.severity === 'critical');
+      process.exitCode = bad ? EXIT.findings : EXIT.ok;
+    });
+
+  program
+    .command('validate')
+    .description('check a configuration file; lists every problem (exit 0 valid, 2 invalid)')
+    .requiredOption('-c, --config <file>', 'configuration file (YAML)')
+    .action((opts: { config: string }) => {
+      try {
+        const config = readConfig(opts.config);
+        process.stdout.write(`${config.file}: valid\n`);
+        process.exitCode = EXIT.ok;
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        process.stderr.write(`${err.message}\n`);
+        process.stderr.write(`${err.problems.length} problem(s) found\n`);
+        process.exitCode = EXIT.usage;
+      }
+    });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') process.exit(EXIT.ok);
+      process.exit(EXIT.usage);
+    }
+    process.stderr.write(`barwatch: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(EXIT.usage);
+  }
+}

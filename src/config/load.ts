@@ -1,0 +1,315 @@
+/**
+ * Loading the configuration: YAML (js-yaml), strict validation (schema.ts), then the checks that
+ * span keys, relative paths resolved against the config file, durations into milliseconds and
+ * secrets from `*_file` or the environment. Every problem names the file and the key path.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as yaml from 'js-yaml';
+import type { z } from 'zod';
+import type { ParserOptions } from '../parsers/types.js';
+import type { StatsOptions } from '../runs/series.js';
+import { DEFAULT_TAIL, type TailOptions } from '../sources/tailer.js';
+import { parseDuration } from './duration.js';
+import { configSchema, type RawConfig } from './schema.js';
+import { Secret } from './secret.js';
+
+export interface ConfigProblem {
+  file: string;
+  /** Dotted key path, `watch.poll_interval`, `notify.email.to[0]`; empty for the whole file. */
+  key: string;
+  message: string;
+}
+
+export function formatProblem(p: ConfigProblem): string {
+  return p.key === '' ? `${p.file}: ${p.message}` : `${p.file}: ${p.key}: ${p.message}`;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+
+  constructor(readonly problems: ConfigProblem[]) {
+    super(problems.map(formatProblem).join('\n'));
+  }
+}
+
+export interface Config {
+  /** The file it came from; null for the built-in defaults. */
+  file: string | null;
+  watch: {
+    roots: string[];
+    poll: boolean;
+    pollIntervalMs: number;
+    statusIntervalMs: number;
+    checkpointIntervalMs: number;
+  };
+  stateDir: string;
+  parser: ParserOptions;
+  tail: TailOptions;
+  stats: StatsOptions;
+  alerting: { groupWaitMs: number; repeatIntervalMs: number; resolveNotify: boolean };
+  notify: {
+    slack?: { webhookUrl: Secret };
+    email?: {
+      smtp: { host: string; port: number; secure: boolean; user?: string; pass?: Secret };
+      from: string;
+      to: string[];
+    };
+    alertmanager?: { url: string };
+  };
+  summary: { cron: string; timezone: string; channels: ('email' | 'slack')[] };
+  http: { listen?: { host: string; port: number } };
+  log: { level: string; format: 'auto' | 'json' | 'pretty' };
+  detectors: RawConfig['detectors'];
+  raw: RawConfig;
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Base for relative paths when there is no config file. */
+  cwd?: string;
+}
+
+const DEFAULTS_NAME = '<defaults>';
+
+function keyPath(parts: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of parts) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out === '' ? String(p) : `.${String(p)}`;
+  }
+  return out;
+}
+
+function valueAt(doc: unknown, parts: readonly PropertyKey[]): unknown {
+  let v = doc;
+  for (const p of parts) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[p as string];
+  }
+  return v;
+}
+
+function typeName(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  if (typeof v === 'string') return 'a string';
+  if (typeof v === 'number') return 'a number';
+  if (typeof v === 'boolean') return 'a boolean';
+  return typeof v;
+}
+
+const EXPECTED: Record<string, string> = {
+  object: 'a mapping',
+  array: 'a list',
+  string: 'a string',
+  number: 'a number',
+  boolean: 'true or false',
+  int: 'an integer',
+};
+
+function levenshtein(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++)
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+  return d[a.length]![b.length]!;
+}
+
+/** Known keys of the mapping at `parts`, for "did you mean" hints. */
+function knownKeys(parts: readonly PropertyKey[]): string[] {
+  let schema: z.ZodType = configSchema;
+  for (const p of parts) {
+    const def = unwrap(schema);
+    const shape = (def as unknown as { shape?: Record<string, z.ZodType> }).shape;
+    if (shape === undefined || typeof p !== 'string' || shape[p] === undefined) return [];
+    schema = shape[p]!;
+  }
+  const shape = (unwrap(schema) as unknown as { shape?: Record<string, z.ZodType> }).shape;
+  return shape === undefined ? [] : Object.keys(shape);
+}
+
+function unwrap(s: z.ZodType): z.ZodType {
+  let cur = s as unknown as { _zod: { def: { innerType?: z.ZodType } } };
+  for (let i = 0; i < 8 && cur._zod.def.innerType !== undefined; i++) cur = cur._zod.def.innerType as unknown as typeof cur;
+  return cur as unknown as z.ZodType;
+}
+
+function issueProblems(file: string, doc: unknown, issue: z.core.$ZodIssue): ConfigProblem[] {
+  const at = issue.path;
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return issue.keys.map((k) => {
+        const near = knownKeys(at).filter((c) => levenshtein(c, k) <= 2);
+        const hint = near.length > 0 ? ` (did you mean ${near[0]}?)` : '';
+        return { file, key: keyPath([...at, k]), message: `unknown key${hint}` };
+      });
+    case 'invalid_type': {
+      const v = valueAt(doc, at);
+      const expected = EXPECTED[issue.expected] ?? issue.expected;
+      const message = v === undefined ? `is required (${expected})` : `must be ${expected}, not ${typeName(v)}`;
+      return [{ file, key: keyPath(at), message }];
+    }
+    case 'invalid_value':
+      return [{ file, key: keyPath(at), message: `must be one of ${issue.values.map(String).join(', ')}` }];
+    case 'too_small': {
+      const unit = issue.origin === 'array' ? ' item(s)' : issue.origin === 'string' ? ' character(s)' : '';
+      return [{ file, key: keyPath(at), message: `must be at least ${String(issue.minimum)}${unit}` }];
+    }
+    case 'too_big':
+      return [{ file, key: keyPath(at), message: `must be at most ${String(issue.maximum)}` }];
+    case 'invalid_format':
+      return [{ file, key: keyPath(at), message: issue.format === 'url' ? 'must be a URL' : issue.message }];
+    default:
+      return [{ file, key: keyPath(at), message: issue.message }];
+  }
+}
+
+/** Reads and validates a config file, or the defaults when `file` is null. Throws ConfigError. */
+export function loadConfig(file: string | null, opts: LoadOptions = {}): Config {
+  if (file === null) return resolveConfig(null, {}, opts);
+  const abs = path.resolve(opts.cwd ?? process.cwd(), file);
+  let text: string;
+  try {
+    text = readFileSync(abs, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError([{ file: abs, key: '', message: `cannot read the file (${code})` }]);
+  }
+  return parseConfig(text, abs, opts);
+}
+
+/** Validates config text; `file` names it in messages and anchors relative paths. */
+export function parseConfig(text: string, file: string, opts: LoadOptions = {}): Config {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text, { filename: file, maxDepth: 32 });
+  } catch (err) {
+    const e = err as { reason?: string; mark?: { line: number; column: number }; message: string };
+    const where = e.mark !== undefined ? `line ${e.mark.line + 1}, column ${e.mark.column + 1}: ` : '';
+    throw new ConfigError([{ file, key: '', message: `not valid YAML: ${where}${e.reason ?? e.message}` }]);
+  }
+  if (doc === undefined || doc === null) doc = {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new ConfigError([{ file, key: '', message: `must be a mapping of keys, not ${typeName(doc)}` }]);
+  }
+  return resolveConfig(file, doc, opts);
+}
+
+function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Config {
+  const name = file ?? DEFAULTS_NAME;
+  const parsed = configSchema.safeParse(doc);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.flatMap((i) => issueProblems(name, doc, i)));
+  }
+  const raw = parsed.data;
+  const problems: ConfigProblem[] = [];
+  const env = opts.env ?? process.env;
+  const base = file === null ? path.resolve(opts.cwd ?? process.cwd()) : path.dirname(file);
+  const abs = (p: string): string => path.resolve(base, p);
+  const ms = (s: string): number => parseDuration(s)!;
+
+  const readSecretFile = (key: string, p: string): Secret | undefined => {
+    const where = abs(p);
+    try {
+      const v = readFileSync(where, 'utf8').trim();
+      if (v === '') {
+        problems.push({ file: name, key, message: `the file ${where} is empty` });
+        return undefined;
+      }
+      return new Secret(v, `file ${where}`);
+    } catch (err) {
+      problems.push({ file: name, key, message: `cannot read ${where} (${(err as NodeJS.ErrnoException).code ?? 'error'})` });
+      return undefined;
+    }
+  };
+
+  const notify: Config['notify'] = {};
+  const slack = raw.notify.slack;
+  if (slack !== undefined) {
+    let url: Secret | undefined;
+    if (slack.webhook_url !== undefined && slack.webhook_url_file !== undefined) {
+      problems.push({ file: name, key: 'notify.slack', message: 'at most one of webhook_url and webhook_url_file may be set' });
+    } else if (slack.webhook_url !== undefined) url = new Secret(slack.webhook_url, 'config');
+    else if (slack.webhook_url_file !== undefined) url = readSecretFile('notify.slack.webhook_url_file', slack.webhook_url_file);
+    else if (env['BARWATCH_SLACK_WEBHOOK_URL']) url = new Secret(env['BARWATCH_SLACK_WEBHOOK_URL'], 'env BARWATCH_SLACK_WEBHOOK_URL');
+    else problems.push({ file: name, key: 'notify.slack', message: 'needs webhook_url, webhook_url_file or the environment variable BARWATCH_SLACK_WEBHOOK_URL' });
+    if (url !== undefined) notify.slack = { webhookUrl: url };
+  }
+  const email = raw.notify.email;
+  if (email !== undefined) {
+    const smtp = email.smtp;
+    let pass: Secret | undefined;
+    if (smtp.pass !== undefined && smtp.pass_file !== undefined) {
+      problems.push({ file: name, key: 'notify.email.smtp', message: 'at most one of pass and pass_file may be set' });
+    } else if (smtp.pass !== undefined) pass = new Secret(smtp.pass, 'config');
+    else if (smtp.pass_file !== undefined) pass = readSecretFile('notify.email.smtp.pass_file', smtp.pass_file);
+    else if (env['BARWATCH_SMTP_PASS']) pass = new Secret(env['BARWATCH_SMTP_PASS'], 'env BARWATCH_SMTP_PASS');
+    if (pass !== undefined && smtp.user === undefined) {
+      problems.push({ file: name, key: 'notify.email.smtp.user', message: 'is required when a password is given' });
+    }
+    notify.email = {
+      smtp: { host: smtp.host, port: smtp.port, secure: smtp.secure, ...(smtp.user !== undefined ? { user: smtp.user } : {}), ...(pass !== undefined ? { pass } : {}) },
+      from: email.from,
+      to: email.to,
+    };
+  }
+  if (raw.notify.alertmanager !== undefined) notify.alertmanager = { url: raw.notify.alertmanager.url };
+
+  // Channels the file lists explicitly must be configured (the default [email] is quietly unused).
+  if (Array.isArray(valueAt(doc, ['summary', 'channels']))) {
+    for (const [i, ch] of raw.summary.channels.entries()) {
+      if (raw.notify[ch] === undefined) {
+        problems.push({ file: name, key: `summary.channels[${i}]`, message: `${ch} is listed but notify.${ch} is not configured` });
+      }
+    }
+  }
+
+  let listen: { host: string; port: number } | undefined;
+  if (raw.http.listen !== undefined) {
+    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(raw.http.listen)!;
+    const port = Number(m[2]);
+    if (port < 1 || port > 65535) problems.push({ file: name, key: 'http.listen', message: 'port must be between 1 and 65535' });
+    listen = { host: m[1]!, port };
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  return {
+    file,
+    watch: {
+      roots: raw.watch.roots.map(abs),
+      poll: raw.watch.poll,
+      pollIntervalMs: ms(raw.watch.poll_interval),
+      statusIntervalMs: ms(raw.watch.status_interval),
+      checkpointIntervalMs: ms(raw.watch.checkpoint_interval),
+    },
+    stateDir: abs(raw.state_dir),
+    parser: {
+      keyMap: raw.parse.key_map,
+      debugSamplesPerStep: raw.parse.debug_samples_per_step,
+      debugStepGapMs: ms(raw.parse.debug_step_gap),
+    },
+    tail: { ...DEFAULT_TAIL, maxLineBytes: raw.parse.max_line_bytes },
+    stats: {
+      window: raw.stats.window,
+      history: Math.max(raw.stats.history, raw.stats.window),
+      ewmaHalfLife: raw.stats.ewma_half_life,
+      curveBuckets: raw.stats.curve_buckets,
+      maxSeries: raw.stats.max_series,
+    },
+    alerting: {
+      groupWaitMs: ms(raw.alerting.group_wait),
+      repeatIntervalMs: ms(raw.alerting.repeat_interval),
+      resolveNotify: raw.alerting.resolve_notify,
+    },
+    notify,
+    summary: raw.summary,
+    http: listen === undefined ? {} : { listen },
+    log: raw.log,
+    detectors: raw.detectors,
+    raw,
+  };
+}

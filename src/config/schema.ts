@@ -1,0 +1,131 @@
+/**
+ * The configuration (SPEC 6): every key optional, defaults in this one file, unknown keys errors.
+ * Durations stay strings here and become milliseconds in load.ts.
+ */
+import { z } from 'zod';
+import { parseDuration } from './duration.js';
+
+export const DETECTOR_IDS = [
+  'boundary-oscillation',
+  'format-dominance',
+  'boundary-share-low',
+  'boundary-share-high',
+  'low-rollouts',
+  'generator-stall',
+  'generator-regression',
+  'frozen-generator',
+  'round-regression',
+  'stale-run',
+  'nonfinite-reward',
+  'reward-collapse',
+] as const;
+export type DetectorId = (typeof DETECTOR_IDS)[number];
+
+const duration = z.string().refine((s) => parseDuration(s) !== null, {
+  message: 'must be a duration such as 500ms, 10s, 5m or 4h',
+});
+const positiveInt = z.number().int().positive();
+
+const watch = z.strictObject({
+  roots: z.array(z.string().min(1)).min(1).default(['.']),
+  poll: z.boolean().default(false),
+  poll_interval: duration.default('1s'),
+  /** How often the daemon logs its one-line status. */
+  status_interval: duration.default('60s'),
+  /** How often offsets and statistics are saved. */
+  checkpoint_interval: duration.default('5s'),
+});
+
+const parse = z.strictObject({
+  /** Lines longer than this are skipped and counted (bytes). */
+  max_line_bytes: positiveInt.default(1 << 20),
+  /** Raw key -> series name, applied before the built-in aliases. */
+  key_map: z.record(z.string(), z.string().min(1)).default({}),
+  /** BAR-RAG debug logs: samples per training step (0: a pause in writing starts a new step). */
+  debug_samples_per_step: z.number().int().min(0).default(0),
+  debug_step_gap: duration.default('5s'),
+});
+
+const stats = z.strictObject({
+  window: positiveInt.min(2).default(64),
+  history: positiveInt.min(8).default(256),
+  ewma_half_life: z.number().positive().default(16),
+  curve_buckets: positiveInt.min(8).refine((n) => n % 2 === 0, { message: 'must be even' }).default(128),
+  max_series: positiveInt.default(256),
+});
+
+const alerting = z.strictObject({
+  group_wait: duration.default('10s'),
+  repeat_interval: duration.default('4h'),
+  resolve_notify: z.boolean().default(true),
+});
+
+const slack = z.strictObject({
+  webhook_url: z.string().url().optional(),
+  webhook_url_file: z.string().min(1).optional(),
+});
+
+const email = z.strictObject({
+  smtp: z
+    .strictObject({
+      host: z.string().min(1).default('localhost'),
+      port: z.number().int().min(1).max(65535).default(587),
+      secure: z.boolean().default(false),
+      user: z.string().optional(),
+      pass: z.string().optional(),
+      pass_file: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  from: z.string().min(3).default('barwatch@localhost'),
+  to: z.array(z.string().min(3)).min(1),
+});
+
+const notify = z.strictObject({
+  slack: slack.optional(),
+  email: email.optional(),
+  alertmanager: z.strictObject({ url: z.string().url() }).optional(),
+});
+
+const summary = z.strictObject({
+  cron: z.string().min(9).default('0 23 * * *'),
+  timezone: z.string().min(1).default('UTC'),
+  channels: z.array(z.enum(['email', 'slack'])).default(['email']),
+});
+
+const http = z.strictObject({
+  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' }).optional(),
+});
+
+const log = z.strictObject({
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
+  /** json for journald and log shippers; pretty for a terminal; auto picks pretty on a TTY. */
+  format: z.enum(['auto', 'json', 'pretty']).default('auto'),
+});
+
+/** Parameters of one detector; each detector documents its own in issue-specific code. */
+const detector = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    window: positiveInt.optional(),
+    severity: z.enum(['info', 'warning', 'critical']).optional(),
+  })
+  .catchall(z.union([z.number(), z.string(), z.boolean()]));
+
+const detectors = z.strictObject(
+  Object.fromEntries(DETECTOR_IDS.map((id) => [id, detector.optional()])) as Record<DetectorId, z.ZodOptional<typeof detector>>,
+);
+
+export const configSchema = z.strictObject({
+  watch: watch.prefault({}),
+  state_dir: z.string().min(1).default('./.barwatch'),
+  parse: parse.prefault({}),
+  stats: stats.prefault({}),
+  alerting: alerting.prefault({}),
+  notify: notify.prefault({}),
+  summary: summary.prefault({}),
+  http: http.prefault({}),
+  log: log.prefault({}),
+  detectors: detectors.prefault({}),
+});
+
+export type RawConfig = z.output<typeof configSchema>;

@@ -1,0 +1,117 @@
+/**
+ * Series names. Trainers spell the same quantity many ways (SPEC 3.2); barwatch folds the known
+ * spellings of the reward components onto one canonical name and keeps every other key verbatim.
+ */
+import type { Component } from './types.js';
+
+const ALIASES: Record<string, string> = {
+  boundary: 'boundary', bdy: 'boundary', unc: 'boundary', unc_reward: 'boundary',
+  boundary_reward: 'boundary', r_bdy: 'boundary',
+  relevance: 'relevance', rel: 'relevance', rel_reward: 'relevance', relevance_reward: 'relevance',
+  format: 'format', fmt: 'format', format_bonus: 'format', format_reward: 'format',
+  count: 'count', cnt: 'count', count_penalty: 'count',
+  total: 'total', accuracy: 'accuracy', acc: 'accuracy',
+  boundary_share: 'boundary_share', rollouts: 'rollouts', reward: 'reward',
+};
+
+/** Prefixes that only say "this is a reward" (verl, TRL, reproductions). */
+const REWARD_PREFIXES = new Set(['reward', 'rewards', 'reward_extra_info']);
+
+/** Components a reward-function name may mention (TRL `rewards/<fn>/mean`). */
+const COMPONENT_WORDS: readonly [string, Component][] = [
+  ['boundary', 'boundary'], ['format', 'format'], ['relevance', 'relevance'], ['count', 'count'],
+];
+
+const cache = new Map<string, string>();
+const CACHE_LIMIT = 4096;
+
+/**
+ * The series name for a raw key. `rewards/boundary_reward/mean` -> `boundary`,
+ * `reward/format_std` -> `format_std`, `rewards/format_reward_fn/std` -> `format_std`,
+ * `critic/score/mean` -> `critic/score/mean` (unknown: kept verbatim).
+ */
+export function canonicalKey(raw: string, keyMap?: Record<string, string>): string {
+  if (keyMap !== undefined) {
+    const mapped = keyMap[raw];
+    if (mapped !== undefined) return mapped;
+  }
+  const hit = cache.get(raw);
+  if (hit !== undefined) return hit;
+  const name = computeCanonical(raw);
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(raw, name);
+  return name;
+}
+
+function computeCanonical(raw: string): string {
+  const parts = raw.split('/');
+  let prefixed = false;
+  if (parts.length > 1 && REWARD_PREFIXES.has(parts[0]!.toLowerCase())) {
+    parts.shift();
+    prefixed = true;
+  }
+  let suffix = '';
+  if (parts.length > 1) {
+    const last = parts[parts.length - 1]!.toLowerCase();
+    if (last === 'mean') parts.pop();
+    else if (last === 'std') {
+      parts.pop();
+      suffix = '_std';
+    }
+  }
+  if (parts.length !== 1) return raw;
+  let base = parts[0]!.toLowerCase();
+  if (suffix === '' && base.endsWith('_std')) {
+    base = base.slice(0, -4);
+    suffix = '_std';
+  }
+  const alias = ALIASES[base];
+  if (alias !== undefined) return alias + suffix;
+  if (prefixed) {
+    for (const [word, component] of COMPONENT_WORDS) {
+      if (base.includes(word)) return component + suffix;
+    }
+  }
+  return raw;
+}
+
+/** Accepts numbers, and strings that are numbers (TRL prints `.4g` strings), NaN and infinities. */
+export function toNumber(v: unknown): number | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'string') {
+    const s = v.trim();
+    if (s === '') return undefined;
+    const n = Number(s);
+    if (!Number.isNaN(n)) return n;
+    const lower = s.toLowerCase();
+    if (lower === 'nan') return NaN;
+    if (lower === 'inf' || lower === 'infinity' || lower === '+inf') return Infinity;
+    if (lower === '-inf' || lower === '-infinity') return -Infinity;
+  }
+  return undefined;
+}
+
+/**
+ * Flattens a nested record into series values: `{rewards: {bdy: 0.4}}` -> `{boundary: 0.4}`.
+ * Nested keys are joined with `/` before canonicalisation. Non-numeric leaves are dropped.
+ */
+export function flattenValues(
+  obj: Record<string, unknown>,
+  keyMap: Record<string, string> | undefined,
+  skip: ReadonlySet<string>,
+  out: Record<string, number> = {},
+  prefix = '',
+): Record<string, number> {
+  for (const key in obj) {
+    if (prefix === '' && skip.has(key)) continue;
+    const v = obj[key];
+    const path = prefix === '' ? key : `${prefix}/${key}`;
+    if (v !== null && typeof v === 'object') {
+      if (!Array.isArray(v)) flattenValues(v as Record<string, unknown>, keyMap, skip, out, path);
+      continue;
+    }
+    const n = toNumber(v);
+    if (n !== undefined) out[canonicalKey(path, keyMap)] = n;
+  }
+  return out;
+}

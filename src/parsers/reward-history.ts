@@ -1,0 +1,68 @@
+/**
+ * reward_history.jsonl (SPEC 3.2): one JSON object per line with a required `step`; components
+ * under their aliases, possibly nested under `rewards`, the whole record possibly under `data`
+ * (verl's file logger, see verl-jsonl.ts). The parser reports which of the two the file is.
+ */
+import { parseJsonLenient } from './json.js';
+import { flattenValues, toNumber } from './keys.js';
+import { unwrapVerlRecord } from './verl-jsonl.js';
+import type { FormatId, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
+import { NOTHING } from './types.js';
+
+const META_KEYS: ReadonlySet<string> = new Set(['step', 'time', 'timestamp', 'data', 'global_step', '_step']);
+
+export function parseTime(v: unknown): number | undefined {
+  if (typeof v === 'string') {
+    const t = Date.parse(v);
+    return Number.isNaN(t) ? undefined : t;
+  }
+  if (typeof v === 'number' && Number.isFinite(v)) return v < 1e11 ? v * 1000 : v; // seconds or ms
+  return undefined;
+}
+
+/** Reads one JSONL record into a metric record; `wrapped` says whether it came under `data`. */
+export function readJsonRecord(
+  text: string,
+  keyMap: Record<string, string>,
+): { record: MetricRecord; wrapped: boolean } | { error: string } | null {
+  const trimmed = text.trim();
+  if (trimmed === '') return null;
+  let obj: unknown;
+  try {
+    obj = parseJsonLenient(trimmed);
+  } catch {
+    return { error: 'not valid JSON' };
+  }
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) return { error: 'not a JSON object' };
+  const unwrapped = unwrapVerlRecord(obj as Record<string, unknown>);
+  const wrapped = unwrapped !== null;
+  const rec = unwrapped ?? (obj as Record<string, unknown>);
+  const step = toNumber(rec['step'] ?? rec['global_step'] ?? rec['_step']);
+  if (step === undefined || !Number.isFinite(step)) return { error: 'no numeric "step"' };
+  const values = flattenValues(rec, keyMap, META_KEYS);
+  const record: MetricRecord = { kind: 'metrics', step, values };
+  const time = parseTime(rec['time'] ?? rec['timestamp']);
+  if (time !== undefined) record.time = time;
+  return { record, wrapped };
+}
+
+export class RewardHistoryParser implements LineParser {
+  readonly kind = 'lines';
+  private wrapped = 0;
+  private plain = 0;
+
+  constructor(private readonly opts: ParserOptions) {}
+
+  format(): FormatId {
+    return this.wrapped > this.plain ? 'verl-jsonl' : 'reward-history';
+  }
+
+  line(text: string): LineResult {
+    const r = readJsonRecord(text, this.opts.keyMap);
+    if (r === null) return NOTHING;
+    if ('error' in r) return r;
+    if (r.wrapped) this.wrapped++;
+    else this.plain++;
+    return [r.record];
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * Free-text training logs (SPEC 3.3): `train.log` and any console capture. Each physical line is
+ * cleaned (ANSI, Ray and time prefixes), split on `\r` (tqdm), and each piece is tried against
+ * the line kinds barwatch knows: verl console, OpenRLHF, TRL dicts, `[filter]`, `[eval]`, rollout
+ * counts, and numeric key=value pairs on a line that carries a step. Lines that match nothing are
+ * counted by the reader, not reported as errors.
+ */
+import { canonicalKey, toNumber } from './keys.js';
+import { looksLikeOpenRlhf, parseOpenRlhf } from './openrlhf.js';
+import { cleanLine } from './text.js';
+import { looksLikeTrlDict, parseTrlDict } from './trl-console.js';
+import type { FormatId, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions } from './types.js';
+import { NOTHING } from './types.js';
+import { looksLikeVerlConsole, parseVerlConsole } from './verl-console.js';
+
+const NUM = String.raw`(?:np\.float64\()?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|-?inf|-?Infinity)\)?`;
+/** `key=value`, `key: value`, `key:value`; the key starts with a letter so times do not match. */
+const KV = new RegExp(String.raw`(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s*(?:=|:)\s*` + NUM + String.raw`(?![\w.])`, 'g');
+const STEP_KEYS = new Set(['step', 'global_step', 'global_steps', 'iteration', 'iter']);
+
+/** Rollout counts, SPEC 3.3: `rollouts=10`, `K_ROLLOUTS=10`, `K Rollouts: 10`, `n_rollouts`, `rollout.n=8`, `GENERATOR ROLLOUTS (K=10)`. */
+const ROLLOUTS = [
+  /\b(?:n_rollouts|rollouts|k_rollouts|generator_rollouts|rollout\.n)\s*[=:]\s*(\d+)\b/i,
+  /\bK Rollouts:\s*(\d+)/i,
+  /ROLLOUTS \(K=(\d+)\)/i,
+];
+
+export function parseRollouts(text: string): number | null {
+  for (const re of ROLLOUTS) {
+    const m = re.exec(text);
+    if (m !== null) return Number(m[1]);
+  }
+  return null;
+}
+
+export function keyValues(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  KV.lastIndex = 0;
+  for (let m = KV.exec(text); m !== null; m = KV.exec(text)) {
+    const v = toNumber(m[2]);
+    if (v !== undefined) out.set(m[1]!, v);
+  }
+  return out;
+}
+
+const FILTER_ID = /\bid=(\S+)/;
+const FILTER_KEPT = /\bkept=(true|false|True|False|1|0|yes|no)\b/;
+const FILTER_ACC_LIST = /\bacc_list=\[([^\]]*)\]/;
+
+/** `[filter] id=q123 acc=0.45 kept=true`, `acc_list=[...]`, or `[filter] before=12000 after=7300`. */
+export function parseFilterLine(text: string): ParsedRecord | Malformed {
+  const kv = keyValues(text.replace(FILTER_ACC_LIST, ''));
+  const before = kv.get('before');
+  const after = kv.get('after');
+  if (before !== undefined && after !== undefined) return { kind: 'filter-summary', before, after };
+  let acc = kv.get('acc') ?? kv.get('accuracy') ?? kv.get('mean_acc');
+  const list = FILTER_ACC_LIST.exec(text);
+  if (acc === undefined && list !== null) {
+    const xs = list[1]!.split(',').map((s) => toNumber(s)).filter((x): x is number => x !== undefined);
+    if (xs.length > 0) acc = xs.reduce((a, b) => a + b, 0) / xs.length;
+  }
+  if (acc === undefined || !Number.isFinite(acc)) return { error: '[filter] line without a readable accuracy' };
+  const keptMatch = FILTER_KEPT.exec(text);
+  const kept = keptMatch === null ? null : /^(true|1|yes)$/i.test(keptMatch[1]!);
+  const id = FILTER_ID.exec(text);
+  return { kind: 'filter-question', id: id === null ? null : id[1]!, acc, kept };
+}
+
+type Kind = 'verl-console' | 'openrlhf' | 'trl-console' | 'train-log';
+
+export class TextLogParser implements LineParser {
+  readonly kind = 'lines';
+  private readonly seen: Record<Kind, number> = { 'verl-console': 0, openrlhf: 0, 'trl-console': 0, 'train-log': 0 };
+  /** TRL entries have no step: they are numbered as they come. */
+  private trlEntries = 0;
+
+  constructor(private readonly opts: ParserOptions) {}
+
+  format(): FormatId {
+    let best: Kind = 'train-log';
+    for (const k of Object.keys(this.seen) as Kind[]) if (this.seen[k] > this.seen[best]) best = k;
+    return best;
+  }
+
+  snapshot(): unknown {
+    return { seen: this.seen, trlEntries: this.trlEntries };
+  }
+
+  restore(state: unknown): void {
+    const s = state as { seen?: Record<Kind, number>; trlEntries?: number };
+    if (s.seen !== undefined) Object.assign(this.seen, s.seen);
+    if (typeof s.trlEntries === 'number') this.trlEntries = s.trlEntries;
+  }
+
+  line(raw: string): LineResult {
+    if (raw.length === 0) return NOTHING;
+    const pieces = raw.includes('\r') ? raw.split('\r') : [raw];
+    let out: ParsedRecord[] | null = null;
+    let error: Malformed | null = null;
+    for (const piece of pieces) {
+      const r = this.piece(piece);
+      if (r === null) continue;
+      if (Array.isArray(r)) {
+        if (r.length > 0) (out ??= []).push(...r);
+      } else error ??= r;
+    }
+    if (out !== null) return out;
+    return error ?? NOTHING;
+  }
+
+  private piece(raw: string): LineResult | null {
+    const { text, time } = cleanLine(raw);
+    if (text.length === 0 || text.startsWith('wandb:')) return null;
+    const keyMap = this.opts.keyMap;
+    const stamp = (r: MetricRecord): MetricRecord => {
+      if (time !== undefined && r.time === undefined) r.time = time;
+      return r;
+    };
+
+    if (looksLikeVerlConsole(text)) {
+      const r = parseVerlConsole(text, keyMap);
+      if (r !== null) {
+        if ('error' in r) return r;
+        this.seen['verl-console']++;
+        return [stamp(r)];
+      }
+    }
+    if (looksLikeOpenRlhf(text)) {
+      const r = parseOpenRlhf(text, keyMap);
+      if (r !== null) {
+        if ('error' in r) return r;
+        this.seen.openrlhf++;
+        return [stamp(r)];
+      }
+    }
+    if (looksLikeTrlDict(text)) {
+      const r = parseTrlDict(text, keyMap);
+      if ('error' in r) return r;
+      this.seen['trl-console']++;
+      if (r.kind === 'summary') return NOTHING;
+      if (r.kind === 'eval') {
+        if (Object.keys(r.values).length === 0) return NOTHING;
+        return [stamp({ kind: 'metrics', step: Math.max(this.trlEntries, 0), values: r.values })];
+      }
+      const step = r.record.step ?? ++this.trlEntries;
+      if (r.record.step !== null) this.trlEntries = r.record.step;
+      return [stamp({ kind: 'metrics', step, values: r.record.values })];
+    }
+    if (text.startsWith('[filter]')) {
+      const r = parseFilterLine(text);
+      if ('error' in r) return r;
+      this.seen['train-log']++;
+      return [r];
+    }
+    return this.plainLine(text, stamp);
+  }
+
+  private plainLine(text: string, stamp: (r: MetricRecord) => MetricRecord): LineResult | null {
+    const out: ParsedRecord[] = [];
+    const k = parseRollouts(text);
+    if (k !== null) out.push({ kind: 'rollouts', k });
+    if (text.includes('=') || text.includes(':')) {
+      const kv = keyValues(text);
+      let step: number | undefined;
+      for (const [key, v] of kv) {
+        if (STEP_KEYS.has(key.toLowerCase()) && Number.isFinite(v)) {
+          step = v;
+          break;
+        }
+      }
+      if (step !== undefined) {
+        const isEval = /^\[eval\]/i.test(text);
+        const values: Record<string, number> = {};
+        for (const [key, v] of kv) {
+          if (STEP_KEYS.has(key.toLowerCase())) continue;
+          const name = canonicalKey(key, this.opts.keyMap);
+          values[isEval ? `eval/${name}` : name] = v;
+        }
+        if (Object.keys(values).length > 0) out.push(stamp({ kind: 'metrics', step, values }));
+      }
+    }
+    if (out.length === 0) return null;
+    this.seen['train-log']++;
+    return out;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Hugging Face `trainer_state.json`: rewritten whole at each checkpoint. Its `log_history` holds one
+ * entry per logging step; the final summary entry (`train_runtime`...) is skipped and `eval_*`
+ * keys go to `eval/*` series. Each call emits only the entries past the last step it emitted.
+ */
+import { parseJsonLenient } from './json.js';
+import { flattenValues, toNumber } from './keys.js';
+import type { DocumentParser, FormatId, LineResult, ParsedRecord, ParserOptions } from './types.js';
+
+const SKIP: ReadonlySet<string> = new Set(['step', 'epoch']);
+
+export class TrainerStateParser implements DocumentParser {
+  readonly kind = 'document';
+  private lastStep = -Infinity;
+
+  constructor(private readonly opts: ParserOptions) {}
+
+  format(): FormatId {
+    return 'trainer-state';
+  }
+
+  document(text: string): LineResult {
+    let doc: unknown;
+    try {
+      doc = parseJsonLenient(text);
+    } catch {
+      return { error: 'trainer_state.json is not valid JSON' };
+    }
+    const history = (doc as { log_history?: unknown } | null)?.log_history;
+    if (!Array.isArray(history)) return { error: 'trainer_state.json has no log_history array' };
+    let maxStep = -Infinity;
+    for (const e of history) maxStep = Math.max(maxStep, toNumber((e as Record<string, unknown>)?.['step']) ?? -Infinity);
+    // A restarted run writes a new, shorter history: start over.
+    if (maxStep < this.lastStep) this.lastStep = -Infinity;
+    const out: ParsedRecord[] = [];
+    for (const entry of history) {
+      if (entry === null || typeof entry !== 'object') continue;
+      const e = entry as Record<string, unknown>;
+      const step = toNumber(e['step']);
+      if (step === undefined || step <= this.lastStep || 'train_runtime' in e) continue;
+      const train: Record<string, unknown> = {};
+      const evals: Record<string, number> = {};
+      for (const k in e) {
+        if (k.startsWith('eval_')) {
+          const v = toNumber(e[k]);
+          if (v !== undefined) evals[`eval/${k.slice(5)}`] = v;
+        } else train[k] = e[k];
+      }
+      const values = flattenValues(train, this.opts.keyMap, SKIP);
+      Object.assign(values, evals);
+      if (Object.keys(values).length > 0) out.push({ kind: 'metrics', step, values });
+    }
+    if (maxStep > this.lastStep) this.lastStep = maxStep;
+    return out;
+  }
+
+  snapshot(): unknown {
+    return { lastStep: Number.isFinite(this.lastStep) ? this.lastStep : null };
+  }
+
+  restore(state: unknown): void {
+    const s = (state as { lastStep?: number | null }) ?? {};
+    this.lastStep = typeof s.lastStep === 'number' ? s.lastStep : -Infinity;
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * What every parser produces. Parsers are pure: a line (or a whole document) in, records out.
+ * Multi-line formats keep a small, serialisable state between lines (see `LineParser.snapshot`).
+ */
+
+export type Role = 'selector' | 'generator' | 'unknown';
+
+/** Formats barwatch reads out of the box (SPEC 3.2-3.5). */
+export type FormatId =
+  | 'reward-history'
+  | 'verl-jsonl'
+  | 'train-log'
+  | 'verl-console'
+  | 'trl-console'
+  | 'openrlhf'
+  | 'trainer-state'
+  | 'barrag-selector-debug'
+  | 'barrag-generator-debug'
+  | 'run-config';
+
+/** One training step's numbers. `step` is null when the format has no step (the reader numbers it). */
+export interface MetricRecord {
+  kind: 'metrics';
+  step: number | null;
+  values: Record<string, number>;
+  /** Wall-clock time the trainer wrote, epoch milliseconds, when the line carries one. */
+  time?: number;
+}
+
+/** One question of the pre-training filter: its accuracy and whether it was kept. */
+export interface FilterQuestion {
+  kind: 'filter-question';
+  id: string | null;
+  acc: number;
+  kept: boolean | null;
+}
+
+/** `[filter] before=12000 after=7300` */
+export interface FilterSummary {
+  kind: 'filter-summary';
+  before: number;
+  after: number;
+}
+
+/** A number of generator rollouts per evidence set (K) announced by a log line. */
+export interface RolloutCount {
+  kind: 'rollouts';
+  k: number;
+}
+
+/** Settings read from the run's own configs (filter_config.yaml, reward_config.yaml). */
+export interface RunSettings {
+  weights?: Partial<Record<Component, number>>;
+  targetAccuracy?: number;
+  rollouts?: number;
+  easyThreshold?: number;
+  unsolvableThreshold?: number;
+  varMin?: number;
+  countMax?: number;
+}
+
+export interface SettingsRecord {
+  kind: 'settings';
+  settings: RunSettings;
+}
+
+export type ParsedRecord = MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord;
+
+/** A line that should have been a record and could not be read. Counted per file and skipped. */
+export interface Malformed {
+  error: string;
+}
+
+/** Records (possibly none: the line carried nothing of interest) or why the line was malformed. */
+export type LineResult = ParsedRecord[] | Malformed;
+
+export const NOTHING: ParsedRecord[] = Object.freeze([]) as unknown as ParsedRecord[];
+
+export function isMalformed(r: LineResult): r is Malformed {
+  return !Array.isArray(r);
+}
+
+export type Component = 'boundary' | 'relevance' | 'format' | 'count';
+export const COMPONENTS: readonly Component[] = ['boundary', 'relevance', 'format', 'count'];
+
+/** A parser for a line-oriented file. One instance per file; it may keep state between lines. */
+export interface LineParser {
+  readonly kind: 'lines';
+  /** The format this file turned out to be (may be refined by what the lines look like). */
+  format(): FormatId;
+  line(text: string): LineResult;
+  /** Records still held (a multi-line block not yet closed), emitted at end of input. */
+  flush?(): ParsedRecord[];
+  snapshot?(): unknown;
+  restore?(state: unknown): void;
+}
+
+/** A parser for a file that is rewritten whole (trainer_state.json, YAML configs). */
+export interface DocumentParser {
+  readonly kind: 'document';
+  format(): FormatId;
+  /** Records new since the last call; the parser remembers what it already emitted. */
+  document(text: string): LineResult;
+  snapshot?(): unknown;
+  restore?(state: unknown): void;
+}
+
+export type Parser = LineParser | DocumentParser;
+
+export interface ParserOptions {
+  /** User key mapping: raw key -> series name (applied before the built-in aliases). */
+  keyMap: Record<string, string>;
+  /** BAR-RAG debug logs: samples per step (0: split steps by time gaps instead). */
+  debugSamplesPerStep: number;
+  /** BAR-RAG debug logs: a pause longer than this (ms) between samples starts a new step. */
+  debugStepGapMs: number;
+}
+
+export const DEFAULT_PARSER_OPTIONS: ParserOptions = {
+  keyMap: {},
+  debugSamplesPerStep: 0,
+  debugStepGapMs: 5000,
+};

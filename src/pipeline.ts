@@ -1,0 +1,148 @@
+/**
+ * The read path shared by `watch` and `analyze`: files -> parsers -> run statistics.
+ * It owns the file sources and the run registry, reports each file problem once (then counts),
+ * and saves and restores both together (see sources/checkpoint.ts).
+ */
+import type { FileKind } from './parsers/index.js';
+import type { FormatId, ParsedRecord, ParserOptions } from './parsers/types.js';
+import { RunRegistry } from './runs/registry.js';
+import type { StatsOptions } from './runs/series.js';
+import { STATE_VERSION, type StateFile } from './sources/checkpoint.js';
+import { FileSource, type FileProblem } from './sources/file-source.js';
+import type { FilePlace } from './sources/place.js';
+import type { ReadOutcome, TailOptions } from './sources/tailer.js';
+import type { Logger } from './log.js';
+
+export interface PipelineOptions {
+  parser: ParserOptions;
+  tail: TailOptions;
+  stats: StatsOptions;
+  now: () => number;
+  log: Logger;
+}
+
+export interface Totals {
+  runs: number;
+  files: number;
+  lines: number;
+  records: number;
+  malformed: number;
+  longLines: number;
+}
+
+export class Pipeline {
+  readonly registry: RunRegistry;
+  readonly sources = new Map<string, FileSource>();
+  private readonly saved: StateFile['files'];
+  /** `file|kind` of problems already logged: each is logged once, then only counted. */
+  private readonly reported = new Set<string>();
+  /** `file` -> error code of a failing read, logged once until the file reads again. */
+  private readonly failing = new Map<string, string>();
+
+  constructor(
+    private readonly opts: PipelineOptions,
+    restored: StateFile | null = null,
+  ) {
+    this.registry = restored === null ? new RunRegistry(opts.stats) : RunRegistry.from(restored.runs, opts.stats);
+    this.saved = restored?.files ?? {};
+  }
+
+  has(file: string): boolean {
+    return this.sources.has(file);
+  }
+
+  /** Starts following a file (from its saved offset when the state knows it). */
+  track(file: string, kind: FileKind, place: FilePlace): FileSource {
+    const existing = this.sources.get(file);
+    if (existing !== undefined) return existing;
+    const saved = this.saved[file];
+    const usable = saved !== undefined && saved.kind === kind && saved.place.run === place.run ? saved : null;
+    const src = new FileSource(file, kind, place, this.opts.parser, this.opts.tail, (p) => this.problem(p), usable);
+    this.sources.set(file, src);
+    this.opts.log.debug({ file, kind, run: place.run, role: place.role, round: place.round, resumed: usable !== null }, 'following file');
+    return src;
+  }
+
+  async untrack(file: string): Promise<void> {
+    const src = this.sources.get(file);
+    if (src === undefined) return;
+    this.sources.delete(file);
+    await src.close();
+  }
+
+  private problem(p: FileProblem): void {
+    const key = `${p.file}|${p.kind}`;
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    const level = p.kind === 'malformed' || p.kind === 'long-line' || p.kind === 'too-large' ? 'warn' : 'info';
+    this.opts.log[level]({ file: p.file, problem: p.kind, offset: p.offset }, `${p.message}; further ${p.kind} problems in this file are only counted`);
+  }
+
+  private readonly sink = (records: ParsedRecord[], format: FormatId, src: FileSource): void => {
+    const now = this.opts.now();
+    const { run, created } = this.registry.ensure(src.place.run);
+    const log = this.opts.log;
+    if (created) log.info({ run: run.id }, 'discovered run');
+    const ctx = { role: src.place.role, round: src.place.round, format };
+    for (const rec of records) {
+      const d = run.apply(rec, ctx, now);
+      if (d === null) continue;
+      if (d.round !== undefined) log.info({ run: run.id, role: d.round.role, round: d.round.round, format }, 'discovered round');
+      if (d.series !== undefined) log.info({ run: run.id, role: ctx.role, round: ctx.round, series: d.series }, `discovered ${d.series.length} series`);
+    }
+  };
+
+  /** Reads what is new in one file. Errors are logged once per file and kind, and survived. */
+  async poll(file: string): Promise<ReadOutcome> {
+    const src = this.sources.get(file);
+    if (src === undefined) return 'idle';
+    try {
+      const out = await src.poll(this.sink, this.opts.now());
+      if (this.failing.delete(file)) this.opts.log.info({ file }, 'file readable again');
+      return out;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+      if (this.failing.get(file) !== code) {
+        this.failing.set(file, code);
+        this.opts.log.warn({ file, code }, `cannot read file (${code}); will retry when it changes`);
+      }
+      return 'idle';
+    }
+  }
+
+  /** Reads a file until it has nothing new. */
+  async drain(file: string): Promise<void> {
+    while ((await this.poll(file)) === 'more');
+  }
+
+  /** End of input: multi-line parsers emit what they hold. */
+  finish(file?: string): void {
+    const list = file === undefined ? [...this.sources.values()] : [this.sources.get(file)].filter((s) => s !== undefined);
+    for (const src of list) src.finish(this.sink);
+  }
+
+  failures(): ReadonlyMap<string, string> {
+    return this.failing;
+  }
+
+  totals(): Totals {
+    const t: Totals = { runs: this.registry.size, files: this.sources.size, lines: 0, records: 0, malformed: 0, longLines: 0 };
+    for (const s of this.sources.values()) {
+      t.lines += s.counters.lines;
+      t.records += s.counters.records;
+      t.malformed += s.counters.malformed;
+      t.longLines += s.counters.longLines;
+    }
+    return t;
+  }
+
+  state(): StateFile {
+    const files: StateFile['files'] = {};
+    for (const [f, s] of this.sources) files[f] = s.checkpoint();
+    return { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files, runs: this.registry.toJSON() };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.sources.values()].map((s) => s.close()));
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The JSON document of `barwatch analyze --format json` (SPEC 5): version, runs, and per run its
+ * format, rounds with series statistics, and findings. Non-finite numbers become null.
+ */
+import type { FileSource } from '../sources/file-source.js';
+import type { RoundState } from '../runs/round.js';
+import type { RunState } from '../runs/run.js';
+import type { SeriesStats } from '../runs/series.js';
+import { signalShares } from '../runs/signal.js';
+
+export interface Finding {
+  detector: string;
+  severity: 'info' | 'warning' | 'critical';
+  run: string;
+  round: number | null;
+  step: number | null;
+  message: string;
+  evidence: Record<string, unknown>;
+  recommendation: string | null;
+}
+
+export function num(x: number | null | undefined): number | null {
+  return x === null || x === undefined || !Number.isFinite(x) ? null : x;
+}
+
+export function seriesJson(s: SeriesStats): Record<string, unknown> {
+  return {
+    n: s.summary.n,
+    mean: num(s.summary.mean),
+    sd: num(s.summary.sd),
+    min: num(s.summary.n ? s.summary.min : null),
+    max: num(s.summary.n ? s.summary.max : null),
+    last: num(s.lastValue),
+    last_step: s.lastStep,
+    window: { n: s.window.n, mean: num(s.window.mean), sd: num(s.window.sd) },
+    ewma: { mean: num(s.ewma.mean), sd: num(s.ewma.sd) },
+    nonfinite: s.nonfinite.count,
+  };
+}
+
+function roundJson(r: RoundState, run: RunState): Record<string, unknown> {
+  const series: Record<string, unknown> = {};
+  for (const name of [...r.series.keys()].sort()) series[name] = seriesJson(r.series.get(name)!);
+  const out: Record<string, unknown> = {
+    role: r.role,
+    round: r.round,
+    steps: r.steps,
+    first_step: r.firstStep,
+    last_step: r.lastStep,
+    series,
+  };
+  const share = signalShares(r, run.settings.weights);
+  if (share !== null) {
+    out['signal_share'] = {
+      share: share.share,
+      sd: share.sd,
+      weights: share.weights,
+      spread: share.spread,
+      variance_ratio_boundary_format: num(share.varianceRatio),
+      window: share.window,
+    };
+  }
+  if (r.droppedSeries > 0) out['dropped_series'] = r.droppedSeries;
+  return out;
+}
+
+export function runJson(run: RunState, files: FileSource[], findings: Finding[]): Record<string, unknown> {
+  const f = run.filter;
+  return {
+    run: run.id,
+    format: run.format,
+    rounds: run.orderedRounds().map((r) => roundJson(r, run)),
+    findings,
+    settings: run.settings,
+    rollouts: run.rollouts,
+    filter: f.empty
+      ? null
+      : {
+          questions_before: f.preN,
+          questions_after: f.postN,
+          boundary_share_before: num(f.preShare),
+          boundary_share_after: num(f.postShare),
+          kept_unknown: f.keptUnknown,
+          summary_before: f.before,
+          summary_after: f.after,
+        },
+    files: files.map((s) => ({
+      path: s.file,
+      format: s.format(),
+      role: s.place.role,
+      round: s.place.round,
+      ...s.counters,
+    })),
+  };
+}
+
+export function analyzeDocument(runs: RunState[], filesByRun: Map<string, FileSource[]>, findings: Finding[] = []): Record<string, unknown> {
+  return {
+    version: 1,
+    runs: runs.map((run) => runJson(run, filesByRun.get(run.id) ?? [], findings.filter((x) => x.run === run.id))),
+  };
+}

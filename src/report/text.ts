@@ -1,0 +1,89 @@
+/** `barwatch analyze` for people: per run, its rounds with the key series, the filter, findings. */
+import type { FileSource } from '../sources/file-source.js';
+import type { RoundState } from '../runs/round.js';
+import type { RunState } from '../runs/run.js';
+import { signalShares } from '../runs/signal.js';
+import type { Finding } from './json.js';
+import { sparkline } from './sparkline.js';
+
+const CANONICAL = ['boundary', 'accuracy', 'total', 'reward', 'relevance', 'format', 'count', 'boundary_share'];
+const INTERESTING = /(^|\/)(reward|score|acc|accuracy)(\/|$|_|@)|rewards\//;
+const MAX_SERIES = 6;
+
+export function fmt(x: number | null | undefined, digits = 3): string {
+  if (x === null || x === undefined || !Number.isFinite(x)) return '-';
+  const a = Math.abs(x);
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return x.toExponential(2);
+  return x.toFixed(digits);
+}
+
+export function pct(x: number | null | undefined): string {
+  return x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`;
+}
+
+/** The series worth a line in a summary: the canonical ones, then rewards, scores and accuracies. */
+export function keySeries(r: RoundState): string[] {
+  const names = [...r.series.keys()];
+  const picked = CANONICAL.filter((n) => r.series.has(n));
+  for (const n of names.sort()) {
+    if (picked.length >= MAX_SERIES) break;
+    if (!picked.includes(n) && !n.endsWith('_std') && !/^(timing|perf)/.test(n) && INTERESTING.test(n) && !/(max|min)(@|$)/.test(n)) picked.push(n);
+  }
+  return picked.slice(0, MAX_SERIES);
+}
+
+function roundLabel(r: RoundState): string {
+  const role = r.role === 'unknown' ? 'training' : r.role;
+  return r.round === null ? role : `${role} round ${r.round}`;
+}
+
+const SEVERITY_ORDER = { critical: 0, warning: 1, info: 2 } as const;
+
+export function renderRun(run: RunState, files: FileSource[], findings: Finding[]): string {
+  const lines: string[] = [];
+  const malformed = files.reduce((a, f) => a + f.counters.malformed, 0);
+  lines.push(`${run.id}`);
+  lines.push(`  format ${run.format ?? '-'}, ${files.length} file(s), ${run.rounds.size} round(s)${malformed ? `, ${malformed} malformed line(s) skipped` : ''}`);
+  for (const r of run.orderedRounds()) {
+    const steps = r.firstStep === null ? '' : `, steps ${r.firstStep}-${r.lastStep}`;
+    lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${steps}`);
+    const names = keySeries(r);
+    const width = Math.max(...names.map((n) => n.length), 8);
+    for (const n of names) {
+      const s = r.series.get(n)!;
+      const nf = s.nonfinite.count > 0 ? `  ${s.nonfinite.count} non-finite` : '';
+      lines.push(
+        `    ${n.padEnd(width)}  mean ${fmt(s.summary.mean)} sd ${fmt(s.summary.sd)}  last ${s.window.n}: ${fmt(s.window.mean)}±${fmt(s.window.sd)}  ${sparkline(s.curve.means(), 24)}${nf}`,
+      );
+    }
+    const share = signalShares(r, run.settings.weights);
+    if (share !== null) {
+      const parts = Object.entries(share.share).map(([c, v]) => `${c} ${pct(v)}`);
+      lines.push(`    signal share  ${parts.join(', ')}`);
+    }
+  }
+  const f = run.filter;
+  if (!f.empty) {
+    const counts = f.before !== null ? `, ${f.before} -> ${f.after} questions` : '';
+    lines.push(`  filter: boundary share ${pct(f.preShare)} before, ${pct(f.postShare)} after (${f.preN} questions read${counts})`);
+  }
+  if (run.rollouts !== null || run.settings.rollouts !== undefined) {
+    lines.push(`  rollouts K = ${run.rollouts?.k ?? run.settings.rollouts}`);
+  }
+  if (findings.length === 0) lines.push('  findings: none');
+  else {
+    lines.push('  findings:');
+    const sorted = [...findings].sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.round ?? 0) - (b.round ?? 0));
+    for (const x of sorted) {
+      const where = [x.round !== null ? `round ${x.round}` : null, x.step !== null ? `step ${x.step}` : null].filter(Boolean).join(', ');
+      lines.push(`    [${x.severity}] ${x.detector}${where ? ` (${where})` : ''}: ${x.message}`);
+      if (x.recommendation) lines.push(`      -> ${x.recommendation}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+export function renderText(runs: RunState[], filesByRun: Map<string, FileSource[]>, findings: Finding[] = []): string {
+  if (runs.length === 0) return 'no training records found';
+  return runs.map((run) => renderRun(run, filesByRun.get(run.id) ?? [], findings.filter((f) => f.run === run.id))).join('\n\n') + '\n';
+}

@@ -1,0 +1,40 @@
+/** All runs barwatch knows, by run folder. */
+import { RunState, type RunJSON } from './run.js';
+import { DEFAULT_STATS, type StatsOptions } from './series.js';
+
+export class RunRegistry {
+  private readonly runs = new Map<string, RunState>();
+
+  constructor(readonly opts: StatsOptions = DEFAULT_STATS) {}
+
+  get(id: string): RunState | undefined {
+    return this.runs.get(id);
+  }
+
+  /** The run, created when first seen; `created` says which. */
+  ensure(id: string): { run: RunState; created: boolean } {
+    let run = this.runs.get(id);
+    if (run !== undefined) return { run, created: false };
+    run = new RunState(id, this.opts);
+    this.runs.set(id, run);
+    return { run, created: true };
+  }
+
+  all(): RunState[] {
+    return [...this.runs.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  toJSON(): RunJSON[] {
+    return this.all().map((r) => r.toJSON());
+  }
+
+  static from(runs: RunJSON[], opts: StatsOptions = DEFAULT_STATS): RunRegistry {
+    const reg = new RunRegistry(opts);
+    for (const j of runs) reg.runs.set(j.id, RunState.from(j, opts));
+    return reg;
+  }
+}

@@ -1,0 +1,112 @@
+/** One round of one role in one run (e.g. selector round 2): its steps and its series. */
+import type { MetricRecord, Role } from '../parsers/types.js';
+import { SeriesStats, type SeriesJSON, type StatsOptions } from './series.js';
+import { History, type HistoryJSON } from './stats.js';
+
+export interface RoundJSON {
+  role: Role;
+  round: number | null;
+  steps: number;
+  records: number;
+  firstStep: number | null;
+  lastStep: number | null;
+  firstSeen: number | null;
+  lastSeen: number | null;
+  lastTime: number | null;
+  droppedSeries: number;
+  arrivals: HistoryJSON;
+  series: Record<string, SeriesJSON>;
+}
+
+export function roundKey(role: Role, round: number | null): string {
+  return `${role}:${round ?? '-'}`;
+}
+
+export class RoundState {
+  steps = 0;
+  records = 0;
+  firstStep: number | null = null;
+  lastStep: number | null = null;
+  /** When barwatch received the first and the latest record (epoch ms). */
+  firstSeen: number | null = null;
+  lastSeen: number | null = null;
+  /** The latest time the trainer itself wrote into a record, when it writes one. */
+  lastTime: number | null = null;
+  droppedSeries = 0;
+  /** (step, arrival ms) of recent records: how often this round usually writes. */
+  arrivals = new History(64);
+  readonly series = new Map<string, SeriesStats>();
+
+  constructor(
+    readonly role: Role,
+    readonly round: number | null,
+    private readonly opts: StatsOptions,
+  ) {}
+
+  get key(): string {
+    return roundKey(this.role, this.round);
+  }
+
+  /** Applies one step's values; returns the names of series seen for the first time. */
+  apply(rec: MetricRecord & { step: number }, now: number): string[] {
+    const fresh: string[] = [];
+    this.records++;
+    if (rec.step !== this.lastStep) {
+      this.steps++;
+      this.arrivals.push(rec.step, now);
+    }
+    this.firstStep ??= rec.step;
+    this.lastStep = rec.step;
+    this.firstSeen ??= now;
+    this.lastSeen = now;
+    if (rec.time !== undefined) this.lastTime = rec.time;
+    for (const name in rec.values) {
+      let s = this.series.get(name);
+      if (s === undefined) {
+        if (this.series.size >= this.opts.maxSeries) {
+          this.droppedSeries++;
+          continue;
+        }
+        s = new SeriesStats(this.opts);
+        this.series.set(name, s);
+        fresh.push(name);
+      }
+      s.add(rec.step, rec.values[name]!);
+    }
+    return fresh;
+  }
+
+  toJSON(): RoundJSON {
+    const series: Record<string, SeriesJSON> = {};
+    for (const [k, v] of this.series) series[k] = v.toJSON();
+    return {
+      role: this.role,
+      round: this.round,
+      steps: this.steps,
+      records: this.records,
+      firstStep: this.firstStep,
+      lastStep: this.lastStep,
+      firstSeen: this.firstSeen,
+      lastSeen: this.lastSeen,
+      lastTime: this.lastTime,
+      droppedSeries: this.droppedSeries,
+      arrivals: this.arrivals.toJSON(),
+      series,
+    };
+  }
+
+  static from(j: RoundJSON, opts: StatsOptions): RoundState {
+    const r = new RoundState(j.role, j.round, opts);
+    r.steps = j.steps;
+    r.records = j.records;
+    r.firstStep = j.firstStep;
+    r.lastStep = j.lastStep;
+    r.firstSeen = j.firstSeen;
+    r.lastSeen = j.lastSeen;
+    r.lastTime = j.lastTime;
+    r.droppedSeries = j.droppedSeries;
+    r.arrivals = History.from(j.arrivals);
+    for (const [k, v] of Object.entries(j.series)) r.series.set(k, SeriesStats.from(v, opts));
+    return r;
+  }
+}

@@ -1,0 +1,347 @@
+/**
+ * Bounded-memory statistics. Every structure here has a fixed size set at construction and can
+ * be saved to JSON and restored, so a restart resumes with the same numbers.
+ *
+ * - Summary: count, mean, variance (Welford), min, max; two summaries merge (Chan et al.).
+ * - RollingWindow: mean and variance of the last W values: Welford add/remove over a ring
+ *   buffer, recomputed exactly (two passes) every W updates so rounding never accumulates.
+ * - Ewma: exponentially weighted mean and variance.
+ * - History: the last H (step, value) points, for detectors that need the shape of a series.
+ * - Curve: a whole round downsampled to at most B buckets (pairs merge when full).
+ */
+
+export interface SummaryJSON {
+  n: number;
+  mean: number;
+  m2: number;
+  min: number | null;
+  max: number | null;
+}
+
+export class Summary {
+  n = 0;
+  mean = 0;
+  m2 = 0;
+  min = Infinity;
+  max = -Infinity;
+
+  add(x: number): void {
+    this.n++;
+    const d = x - this.mean;
+    this.mean += d / this.n;
+    this.m2 += d * (x - this.mean);
+    if (x < this.min) this.min = x;
+    if (x > this.max) this.max = x;
+  }
+
+  /** Chan et al.'s parallel combination: the result equals one pass over both inputs. */
+  merge(o: Summary): this {
+    if (o.n === 0) return this;
+    if (this.n === 0) {
+      Object.assign(this, { n: o.n, mean: o.mean, m2: o.m2, min: o.min, max: o.max });
+      return this;
+    }
+    const n = this.n + o.n;
+    const d = o.mean - this.mean;
+    this.mean += (d * o.n) / n;
+    this.m2 += o.m2 + (d * d * this.n * o.n) / n;
+    this.n = n;
+    this.min = Math.min(this.min, o.min);
+    this.max = Math.max(this.max, o.max);
+    return this;
+  }
+
+  /** Sample variance (n - 1); 0 below two values. */
+  get variance(): number {
+    return this.n > 1 ? Math.max(0, this.m2 / (this.n - 1)) : 0;
+  }
+
+  get sd(): number {
+    return Math.sqrt(this.variance);
+  }
+
+  toJSON(): SummaryJSON {
+    return { n: this.n, mean: this.mean, m2: this.m2, min: this.n ? this.min : null, max: this.n ? this.max : null };
+  }
+
+  static from(j: SummaryJSON): Summary {
+    const s = new Summary();
+    s.n = j.n;
+    s.mean = j.mean;
+    s.m2 = j.m2;
+    s.min = j.min ?? Infinity;
+    s.max = j.max ?? -Infinity;
+    return s;
+  }
+}
+
+export interface WindowJSON {
+  size: number;
+  values: number[];
+}
+
+export class RollingWindow {
+  private readonly buf: Float64Array;
+  private head = 0; // next write position
+  private count = 0;
+  private mean_ = 0;
+  private m2 = 0;
+  private sinceExact = 0;
+
+  constructor(readonly size: number) {
+    if (!(size >= 1)) throw new RangeError('window size must be at least 1');
+    this.buf = new Float64Array(size);
+  }
+
+  push(x: number): void {
+    if (this.count === this.size) {
+      const old = this.buf[this.head]!;
+      // Remove the oldest value (reverse Welford), then add the new one.
+      const n1 = this.count - 1;
+      if (n1 === 0) {
+        this.mean_ = 0;
+        this.m2 = 0;
+      } else {
+        const dOld = old - this.mean_;
+        this.mean_ -= dOld / n1;
+        this.m2 -= dOld * (old - this.mean_);
+      }
+      this.count = n1;
+    }
+    this.buf[this.head] = x;
+    this.head = (this.head + 1) % this.size;
+    this.count++;
+    const d = x - this.mean_;
+    this.mean_ += d / this.count;
+    this.m2 += d * (x - this.mean_);
+    if (++this.sinceExact >= this.size) this.recompute();
+  }
+
+  /** Exact two-pass mean and variance over the buffer. */
+  private recompute(): void {
+    this.sinceExact = 0;
+    let sum = 0;
+    for (const x of this.values()) sum += x;
+    const mean = sum / this.count;
+    let ss = 0;
+    let comp = 0;
+    for (const x of this.values()) {
+      const d = x - mean;
+      ss += d * d;
+      comp += d;
+    }
+    this.mean_ = mean + comp / this.count;
+    this.m2 = ss - (comp * comp) / this.count;
+  }
+
+  get n(): number {
+    return this.count;
+  }
+
+  get mean(): number {
+    return this.count ? this.mean_ : NaN;
+  }
+
+  get variance(): number {
+    return this.count > 1 ? Math.max(0, this.m2 / (this.count - 1)) : 0;
+  }
+
+  get sd(): number {
+    return Math.sqrt(this.variance);
+  }
+
+  /** Values oldest first. */
+  *values(): IterableIterator<number> {
+    const start = (this.head - this.count + this.size) % this.size;
+    for (let i = 0; i < this.count; i++) yield this.buf[(start + i) % this.size]!;
+  }
+
+  toJSON(): WindowJSON {
+    return { size: this.size, values: [...this.values()] };
+  }
+
+  static from(j: WindowJSON, size = j.size): RollingWindow {
+    const w = new RollingWindow(size);
+    for (const x of j.values.slice(-size)) w.push(x);
+    return w;
+  }
+}
+
+export interface EwmaJSON {
+  alpha: number;
+  n: number;
+  mean: number;
+  variance: number;
+}
+
+/** Exponentially weighted mean and variance (Finch 2009, incremental form). */
+export class Ewma {
+  n = 0;
+  mean = 0;
+  variance = 0;
+
+  constructor(readonly alpha: number) {
+    if (!(alpha > 0 && alpha <= 1)) throw new RangeError('alpha must be in (0, 1]');
+  }
+
+  /** alpha for a given half-life in samples. */
+  static fromHalfLife(samples: number): Ewma {
+    return new Ewma(1 - Math.pow(0.5, 1 / samples));
+  }
+
+  push(x: number): void {
+    if (this.n++ === 0) {
+      this.mean = x;
+      this.variance = 0;
+      return;
+    }
+    const d = x - this.mean;
+    const inc = this.alpha * d;
+    this.mean += inc;
+    this.variance = (1 - this.alpha) * (this.variance + d * inc);
+  }
+
+  get sd(): number {
+    return Math.sqrt(this.variance);
+  }
+
+  toJSON(): EwmaJSON {
+    return { alpha: this.alpha, n: this.n, mean: this.mean, variance: this.variance };
+  }
+
+  static from(j: EwmaJSON): Ewma {
+    const e = new Ewma(j.alpha);
+    e.n = j.n;
+    e.mean = j.mean;
+    e.variance = j.variance;
+    return e;
+  }
+}
+
+export interface HistoryJSON {
+  size: number;
+  steps: number[];
+  values: number[];
+}
+
+/** The last `size` (step, value) points, oldest first. */
+export class History {
+  private readonly steps: Float64Array;
+  private readonly vals: Float64Array;
+  private head = 0;
+  private count = 0;
+
+  constructor(readonly size: number) {
+    this.steps = new Float64Array(size);
+    this.vals = new Float64Array(size);
+  }
+
+  push(step: number, value: number): void {
+    this.steps[this.head] = step;
+    this.vals[this.head] = value;
+    this.head = (this.head + 1) % this.size;
+    if (this.count < this.size) this.count++;
+  }
+
+  get length(): number {
+    return this.count;
+  }
+
+  /** Points oldest first, as two arrays. */
+  points(): { steps: number[]; values: number[] } {
+    const steps: number[] = [];
+    const values: number[] = [];
+    const start = (this.head - this.count + this.size) % this.size;
+    for (let i = 0; i < this.count; i++) {
+      const j = (start + i) % this.size;
+      steps.push(this.steps[j]!);
+      values.push(this.vals[j]!);
+    }
+    return { steps, values };
+  }
+
+  toJSON(): HistoryJSON {
+    return { size: this.size, ...this.points() };
+  }
+
+  static from(j: HistoryJSON, size = j.size): History {
+    const h = new History(size);
+    const from = Math.max(0, j.steps.length - size);
+    for (let i = from; i < j.steps.length; i++) h.push(j.steps[i]!, j.values[i]!);
+    return h;
+  }
+}
+
+export interface CurveBucket {
+  firstStep: number;
+  lastStep: number;
+  n: number;
+  mean: number;
+}
+
+export interface CurveJSON {
+  size: number;
+  per: number;
+  buckets: CurveBucket[];
+}
+
+/**
+ * A whole round's series in at most `size` buckets of `per` points each. When the buckets are
+ * full, neighbours merge pairwise and `per` doubles: memory stays fixed however long the round.
+ */
+export class Curve {
+  private buckets: CurveBucket[] = [];
+  private per = 1;
+
+  constructor(readonly size = 128) {
+    if (size < 2 || size % 2 !== 0) throw new RangeError('curve size must be even and at least 2');
+  }
+
+  push(step: number, value: number): void {
+    let last = this.buckets[this.buckets.length - 1];
+    if (last === undefined || last.n >= this.per) {
+      if (this.buckets.length >= this.size) this.halve();
+      last = { firstStep: step, lastStep: step, n: 0, mean: 0 };
+      this.buckets.push(last);
+    }
+    last.n++;
+    last.mean += (value - last.mean) / last.n;
+    last.lastStep = step;
+  }
+
+  private halve(): void {
+    const merged: CurveBucket[] = [];
+    for (let i = 0; i < this.buckets.length; i += 2) {
+      const a = this.buckets[i]!;
+      const b = this.buckets[i + 1];
+      if (b === undefined) {
+        merged.push(a);
+        continue;
+      }
+      const n = a.n + b.n;
+      merged.push({ firstStep: a.firstStep, lastStep: b.lastStep, n, mean: a.mean + ((b.mean - a.mean) * b.n) / n });
+    }
+    this.buckets = merged;
+    this.per *= 2;
+  }
+
+  /** Bucket means, oldest first. */
+  means(): number[] {
+    return this.buckets.map((b) => b.mean);
+  }
+
+  get length(): number {
+    return this.buckets.length;
+  }
+
+  toJSON(): CurveJSON {
+    return { size: this.size, per: this.per, buckets: this.buckets.map((b) => ({ ...b })) };
+  }
+
+  static from(j: CurveJSON): Curve {
+    const c = new Curve(j.size);
+    c.per = j.per;
+    c.buckets = j.buckets.map((b) => ({ ...b }));
+    return c;
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Finding the files to read under a path: a run folder, a root of many runs at any depth, or a
+ * single file. Folders that never hold training logs (.git, node_modules, barwatch's own state,
+ * wandb's copies) are skipped; symlink loops and unreadable folders are reported, not fatal.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { classifyFile, type FileKind } from '../parsers/index.js';
+import { placeFile, type FilePlace } from './place.js';
+
+export interface FoundFile {
+  file: string;
+  kind: FileKind;
+  place: FilePlace;
+}
+
+export interface DiscoverResult {
+  files: FoundFile[];
+  problems: { path: string; message: string }[];
+}
+
+export const SKIP_DIRS = new Set(['.git', 'node_modules', '.barwatch', 'wandb', '__pycache__', '.cache', 'checkpoints']);
+
+export function skipDir(name: string): boolean {
+  return SKIP_DIRS.has(name) || (name.startsWith('.') && name !== '.' && name !== '..');
+}
+
+async function head(file: string): Promise<string> {
+  const fh = await fsp.open(file, 'r');
+  try {
+    const buf = Buffer.alloc(4096);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return buf.toString('utf8', 0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Every file barwatch reads under `paths`, sorted; a missing path throws (a usage error). */
+export async function discover(paths: string[], only?: (dir: string, name: string) => boolean): Promise<DiscoverResult> {
+  const files: FoundFile[] = [];
+  const problems: DiscoverResult['problems'] = [];
+  const seenDirs = new Set<string>();
+  const seenFiles = new Set<string>();
+
+  const add = (file: string, kind: FileKind, single: boolean): void => {
+    if (seenFiles.has(file)) return;
+    seenFiles.add(file);
+    files.push({ file, kind, place: placeFile(file, kind, single) });
+  };
+
+  const walk = async (dir: string): Promise<void> => {
+    let real: string;
+    try {
+      real = await fsp.realpath(dir);
+    } catch (err) {
+      problems.push({ path: dir, message: `cannot resolve (${(err as NodeJS.ErrnoException).code})` });
+      return;
+    }
+    if (seenDirs.has(real)) {
+      if (dir !== real) problems.push({ path: dir, message: 'symlink loop or repeated folder; skipped' });
+      return;
+    }
+    seenDirs.add(real);
+    let entries;
+    try {
+      entries = await fsp.readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      problems.push({ path: dir, message: `cannot list the folder (${(err as NodeJS.ErrnoException).code})` });
+      return;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      if (only !== undefined && !only(dir, e.name)) continue;
+      let isDir = e.isDirectory();
+      let isFile = e.isFile();
+      if (e.isSymbolicLink()) {
+        const st = await fsp.stat(p).catch((err: NodeJS.ErrnoException) => {
+          problems.push({ path: p, message: `broken or looping symlink (${err.code})` });
+          return null;
+        });
+        if (st === null) continue;
+        isDir = st.isDirectory();
+        isFile = st.isFile();
+      }
+      if (isDir) {
+        if (!skipDir(e.name)) await walk(p);
+      } else if (isFile) {
+        const kind = classifyFile(p);
+        if (kind !== null) add(p, kind, false);
+      }
+    }
+  };
+
+  for (const raw of paths) {
+    const p = path.resolve(raw);
+    const st = await fsp.stat(p); // throws ENOENT: the caller reports a usage error
+    if (st.isDirectory()) await walk(p);
+    else {
+      let h: string | undefined;
+      try {
+        h = await head(p);
+      } catch (err) {
+        problems.push({ path: p, message: `cannot read (${(err as NodeJS.ErrnoException).code})` });
+        continue;
+      }
+      const kind = classifyFile(p, h);
+      if (kind !== null) add(p, kind, true);
+    }
+  }
+  files.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+  return { files, problems };
+}

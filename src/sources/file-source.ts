@@ -1,0 +1,192 @@
+/**
+ * One file barwatch reads: where it belongs (run, role, round), how it is read (tailed by lines,
+ * or re-read whole when it changes), its parser, and what went wrong with it, counted.
+ */
+import { promises as fsp } from 'node:fs';
+import { createParser, type FileKind } from '../parsers/index.js';
+import type { FormatId, ParsedRecord, Parser, ParserOptions } from '../parsers/types.js';
+import { isMalformed } from '../parsers/types.js';
+import type { FilePlace } from './place.js';
+import { FileTailer, type ReadOutcome, type TailCheckpoint, type TailNotices, type TailOptions } from './tailer.js';
+
+export interface FileCounters {
+  /** Lines (or document reads) handed to the parser. */
+  lines: number;
+  records: number;
+  malformed: number;
+  longLines: number;
+  truncations: number;
+  rotations: number;
+}
+
+interface DocSignature {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface FileCheckpoint {
+  kind: FileKind;
+  place: FilePlace;
+  tail: TailCheckpoint | null;
+  doc: DocSignature | null;
+  parser: unknown;
+  counters: FileCounters;
+}
+
+/** Something about a file that the operator should hear of, once. */
+export interface FileProblem {
+  file: string;
+  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large';
+  message: string;
+  offset?: number;
+}
+
+/** Records from one file, with the format they were read as. */
+export type Sink = (records: ParsedRecord[], format: FormatId, source: FileSource) => void;
+
+export const MAX_DOCUMENT_BYTES = 64 << 20;
+
+export class FileSource {
+  readonly parser: Parser;
+  readonly counters: FileCounters = { lines: 0, records: 0, malformed: 0, longLines: 0, truncations: 0, rotations: 0 };
+  private readonly tailer: FileTailer | null;
+  private doc: DocSignature | null = null;
+  /** Last time new data was read (epoch ms). */
+  lastData: number | null = null;
+
+  constructor(
+    readonly file: string,
+    readonly kind: FileKind,
+    readonly place: FilePlace,
+    parserOpts: ParserOptions,
+    tailOpts: TailOptions,
+    private readonly problem: (p: FileProblem) => void,
+    saved: FileCheckpoint | null = null,
+  ) {
+    this.parser = createParser(kind, parserOpts);
+    if (saved !== null) {
+      Object.assign(this.counters, saved.counters);
+      if (saved.parser !== undefined && saved.parser !== null) this.parser.restore?.(saved.parser);
+      this.doc = saved.doc;
+    }
+    this.tailer = this.parser.kind === 'lines' ? new FileTailer(file, tailOpts, saved?.tail ?? null, this.notices()) : null;
+  }
+
+  private notices(): TailNotices {
+    return {
+      truncated: ({ from }) => {
+        this.counters.truncations++;
+        this.problem({ file: this.file, kind: 'truncated', message: `file was truncated (was read to byte ${from}); reading it again from the start`, offset: from });
+      },
+      rotated: ({ reason }) => {
+        this.counters.rotations++;
+        const why = reason === 'inode' ? 'a new file replaced it' : reason === 'first-line' ? 'its first line changed' : 'it was replaced while barwatch was stopped';
+        this.problem({ file: this.file, kind: 'rotated', message: `file was rotated (${why}); reading the new file from the start` });
+      },
+      longLine: ({ offset, bytes }) => {
+        this.counters.longLines++;
+        this.problem({ file: this.file, kind: 'long-line', message: `skipped a line of ${bytes} bytes at byte ${offset} (longer than the line limit)`, offset });
+      },
+    };
+  }
+
+  /** Reads what is new. 'more' means the read budget ran out and the file has more to give. */
+  async poll(sink: Sink, now: number): Promise<ReadOutcome> {
+    if (this.tailer !== null) {
+      return this.tailer.read((lines, endOffset) => this.applyLines(lines, endOffset, sink, now));
+    }
+    return this.pollDocument(sink, now);
+  }
+
+  private applyLines(lines: string[], endOffset: number, sink: Sink, now: number): void {
+    const parser = this.parser;
+    if (parser.kind !== 'lines') return;
+    const out: ParsedRecord[] = [];
+    for (const line of lines) {
+      this.counters.lines++;
+      const r = parser.line(line);
+      if (isMalformed(r)) {
+        this.malformed(r.error, endOffset);
+        continue;
+      }
+      for (const rec of r) out.push(rec);
+    }
+    if (lines.length > 0) this.lastData = now;
+    if (out.length > 0) {
+      this.counters.records += out.length;
+      sink(out, parser.format(), this);
+    }
+  }
+
+  private malformed(error: string, offset: number): void {
+    this.counters.malformed++;
+    this.problem({ file: this.file, kind: 'malformed', message: `skipped a malformed line (${error})`, offset });
+  }
+
+  private async pollDocument(sink: Sink, now: number): Promise<ReadOutcome> {
+    const parser = this.parser;
+    if (parser.kind !== 'document') return 'idle';
+    let st;
+    try {
+      st = await fsp.stat(this.file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+      throw err;
+    }
+    const sig: DocSignature = { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+    const d = this.doc;
+    if (d !== null && d.dev === sig.dev && d.ino === sig.ino && d.size === sig.size && d.mtimeMs === sig.mtimeMs) return 'idle';
+    if (st.size > MAX_DOCUMENT_BYTES) {
+      this.doc = sig;
+      this.problem({ file: this.file, kind: 'too-large', message: `file is ${st.size} bytes, over the ${MAX_DOCUMENT_BYTES}-byte limit for whole-file formats; not read` });
+      return 'idle';
+    }
+    const text = await fsp.readFile(this.file, 'utf8');
+    this.doc = sig;
+    this.counters.lines++;
+    this.lastData = now;
+    const r = parser.document(text);
+    if (isMalformed(r)) {
+      // A document caught mid-write reads as malformed; the next change re-reads it.
+      this.malformed(r.error, 0);
+      return 'idle';
+    }
+    if (r.length > 0) {
+      this.counters.records += r.length;
+      sink(r, parser.format(), this);
+    }
+    return 'idle';
+  }
+
+  /** End of input (analyze): emits what multi-line parsers still hold. */
+  finish(sink: Sink): void {
+    const parser = this.parser;
+    if (parser.kind !== 'lines' || parser.flush === undefined) return;
+    const out = parser.flush();
+    if (out.length > 0) {
+      this.counters.records += out.length;
+      sink(out, parser.format(), this);
+    }
+  }
+
+  format(): FormatId {
+    return this.parser.format();
+  }
+
+  checkpoint(): FileCheckpoint {
+    return {
+      kind: this.kind,
+      place: this.place,
+      tail: this.tailer?.checkpoint() ?? null,
+      doc: this.doc,
+      parser: this.parser.snapshot?.() ?? null,
+      counters: { ...this.counters },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.tailer?.close();
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Where a file belongs (SPEC 3.1): its run folder, and the role and round its path names.
+ * `outputs/selector_round3/train.log`, `selector-round-3/`, `round3/selector/`, and BAR-RAG's
+ * `debug_logs/selector_reward_debug_*.log` all say what they are. The run is the folder above
+ * every container folder (outputs, configs, logs, debug_logs, role/round folders).
+ */
+import path from 'node:path';
+import type { FileKind } from '../parsers/index.js';
+import type { Role } from '../parsers/types.js';
+
+export interface FilePlace {
+  run: string;
+  role: Role;
+  round: number | null;
+}
+
+const ROLE_ROUND = /^(selector|generator)[_-]?round[_-]?(\d+)$/i;
+const ROUND_ROLE = /^round[_-]?(\d+)[_-]?(selector|generator)$/i;
+const ROUND = /^round[_-]?(\d+)$/i;
+const ROLE = /^(selector|generator)$/i;
+const CONTAINERS = new Set(['outputs', 'output', 'configs', 'logs', 'debug_logs']);
+
+function isContainer(name: string): boolean {
+  return CONTAINERS.has(name.toLowerCase()) || ROLE_ROUND.test(name) || ROUND_ROLE.test(name) || ROUND.test(name) || ROLE.test(name);
+}
+
+function roleOf(s: string): Role {
+  return s.toLowerCase() === 'selector' ? 'selector' : 'generator';
+}
+
+/**
+ * Places a file. With `single` (a file named on the command line), a file whose folders say
+ * nothing about a run is a run of its own, named by the file.
+ */
+export function placeFile(file: string, kind: FileKind, single = false): FilePlace {
+  const abs = path.resolve(file);
+  let role: Role = 'unknown';
+  let round: number | null = null;
+  let dir = path.dirname(abs);
+  let climbed = false;
+  for (;;) {
+    const name = path.basename(dir);
+    if (name === '' || !isContainer(name)) break;
+    let m: RegExpExecArray | null;
+    if ((m = ROLE_ROUND.exec(name)) !== null) {
+      role = role === 'unknown' ? roleOf(m[1]!) : role;
+      round ??= Number(m[2]);
+    } else if ((m = ROUND_ROLE.exec(name)) !== null) {
+      role = role === 'unknown' ? roleOf(m[2]!) : role;
+      round ??= Number(m[1]);
+    } else if ((m = ROUND.exec(name)) !== null) {
+      round ??= Number(m[1]);
+    } else if ((m = ROLE.exec(name)) !== null) {
+      role = role === 'unknown' ? roleOf(m[1]!) : role;
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+    climbed = true;
+  }
+  if (role === 'unknown') {
+    if (kind === 'selector-debug') role = 'selector';
+    else if (kind === 'generator-debug') role = 'generator';
+  }
+  const run = single && !climbed ? abs : dir;
+  return { run, role, round };
+}

@@ -1,0 +1,277 @@
+/**
+ * Follows one growing file from a saved offset and hands over complete lines.
+ *
+ * - Only complete lines leave the tailer; a partial last line waits for its newline.
+ * - The offset that is saved is the end of the last line handed over, so a restart resumes at
+ *   the first line not yet applied (the caller applies a batch before the next one is read).
+ * - The file is identified by device + inode and a checksum of its first line. A different
+ *   inode at the path means rotation: the old file (still open) is read to its end first. A
+ *   file shorter than the offset, or whose first line changed, was truncated or replaced: reading
+ *   starts again at 0.
+ * - A line longer than `maxLineBytes` is skipped and counted without being held in memory.
+ */
+import { createHash } from 'node:crypto';
+import { promises as fsp, type Stats } from 'node:fs';
+import path from 'node:path';
+
+export interface TailCheckpoint {
+  dev: number;
+  ino: number;
+  offset: number;
+  /** sha1 of the first `fpLen` bytes (the first line, capped), once the first line is complete. */
+  fp: string | null;
+  fpLen: number;
+}
+
+export interface TailOptions {
+  maxLineBytes: number;
+  chunkBytes: number;
+  /** Bytes read per call before yielding to other files. */
+  maxBytesPerRead: number;
+}
+
+export const DEFAULT_TAIL: TailOptions = { maxLineBytes: 1 << 20, chunkBytes: 1 << 18, maxBytesPerRead: 16 << 20 };
+
+export interface TailNotices {
+  truncated?(info: { from: number }): void;
+  rotated?(info: { reason: 'inode' | 'first-line' | 'while-stopped' }): void;
+  longLine?(info: { offset: number; bytes: number }): void;
+}
+
+/** Lines, oldest first, and the offset after the last of them. */
+export type Deliver = (lines: string[], endOffset: number) => void;
+
+export type ReadOutcome = 'idle' | 'more' | 'gone';
+
+const FP_CAP = 1024;
+
+function sha1(buf: Buffer): string {
+  return createHash('sha1').update(buf).digest('hex');
+}
+
+function decode(buf: Buffer): string {
+  let end = buf.length;
+  if (end > 0 && buf[end - 1] === 13) end--; // CRLF
+  return buf.toString('utf8', 0, end);
+}
+
+export class FileTailer {
+  private fh: fsp.FileHandle | null = null;
+  private dev = -1;
+  private ino = -1;
+  /** End of the last line handed over. */
+  private offset = 0;
+  /** Bytes read so far; [offset, readPos) is the held partial line. */
+  private readPos = 0;
+  private pending: Buffer[] = [];
+  private pendingLen = 0;
+  private skipping = false;
+  private fp: string | null = null;
+  private fpLen = 0;
+  private saved: TailCheckpoint | null;
+
+  constructor(
+    readonly file: string,
+    private readonly opts: TailOptions = DEFAULT_TAIL,
+    saved: TailCheckpoint | null = null,
+    private readonly notices: TailNotices = {},
+  ) {
+    this.saved = saved;
+  }
+
+  checkpoint(): TailCheckpoint | null {
+    if (this.ino === -1) return this.saved;
+    return { dev: this.dev, ino: this.ino, offset: this.offset, fp: this.fp, fpLen: this.fpLen };
+  }
+
+  /** Reads what is new and hands it over. Throws on I/O errors other than a vanished file. */
+  async read(deliver: Deliver): Promise<ReadOutcome> {
+    let st: Stats;
+    try {
+      st = await fsp.stat(this.file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      // The name is gone; what the open handle still reaches is read to its end.
+      if (this.fh !== null) {
+        await this.drainAndClose(deliver);
+        return 'gone';
+      }
+      return 'gone';
+    }
+    if (!st.isFile()) throw Object.assign(new Error(`not a regular file: ${this.file}`), { code: 'ENOTFILE' });
+
+    if (this.fh === null) {
+      await this.open(deliver);
+    } else if (st.ino !== this.ino || st.dev !== this.dev) {
+      await this.drainAndClose(deliver);
+      this.notices.rotated?.({ reason: 'inode' });
+      await this.open(deliver);
+    } else if (st.size < this.readPos) {
+      this.notices.truncated?.({ from: this.readPos });
+      this.reset();
+    } else if (this.fp !== null && !(await this.sameFirstLine())) {
+      this.notices.rotated?.({ reason: 'first-line' });
+      this.reset();
+    }
+    return this.readFrom(deliver, this.opts.maxBytesPerRead);
+  }
+
+  async close(): Promise<void> {
+    const fh = this.fh;
+    this.fh = null;
+    if (fh !== null) await fh.close().catch(() => undefined);
+  }
+
+  private reset(): void {
+    this.offset = 0;
+    this.readPos = 0;
+    this.pending = [];
+    this.pendingLen = 0;
+    this.skipping = false;
+    this.fp = null;
+    this.fpLen = 0;
+  }
+
+  private async open(deliver: Deliver): Promise<void> {
+    const fh = await fsp.open(this.file, 'r');
+    const fst = await fh.stat();
+    this.fh = fh;
+    this.reset();
+    this.dev = fst.dev;
+    this.ino = fst.ino;
+    const saved = this.saved;
+    this.saved = null;
+    if (saved === null) return;
+    if (saved.dev === fst.dev && saved.ino === fst.ino) {
+      // Same file as before the restart, unless it was truncated or replaced meanwhile.
+      this.fp = saved.fp;
+      this.fpLen = saved.fpLen;
+      if (fst.size < saved.offset) {
+        this.notices.truncated?.({ from: saved.offset });
+        this.reset();
+      } else if (saved.fp !== null && !(await this.sameFirstLine())) {
+        this.notices.rotated?.({ reason: 'first-line' });
+        this.reset();
+      } else {
+        this.offset = this.readPos = saved.offset;
+      }
+      return;
+    }
+    // Rotated while barwatch was stopped: finish the old file if it is still beside this one.
+    this.notices.rotated?.({ reason: 'while-stopped' });
+    await this.drainRotatedSibling(saved, deliver);
+  }
+
+  private async drainRotatedSibling(saved: TailCheckpoint, deliver: Deliver): Promise<void> {
+    const dir = path.dirname(this.file);
+    let names: string[];
+    try {
+      names = await fsp.readdir(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const candidate = path.join(dir, name);
+      if (candidate === this.file) continue;
+      const cst = await fsp.stat(candidate).catch(() => null);
+      if (cst === null || cst.ino !== saved.ino || cst.dev !== saved.dev) continue;
+      const old = new FileTailer(candidate, this.opts, saved, this.notices);
+      old.saved = null;
+      old.fh = await fsp.open(candidate, 'r');
+      old.dev = cst.dev;
+      old.ino = cst.ino;
+      old.offset = old.readPos = Math.min(saved.offset, cst.size);
+      await old.drainAndClose(deliver);
+      return;
+    }
+  }
+
+  /** Reads the open file to its end, the last unterminated line included, then closes it. */
+  private async drainAndClose(deliver: Deliver): Promise<void> {
+    while ((await this.readFrom(deliver, Infinity)) === 'more');
+    if (!this.skipping && this.pendingLen > 0) {
+      const end = this.readPos;
+      const text = decode(Buffer.concat(this.pending, this.pendingLen));
+      this.pending = [];
+      this.pendingLen = 0;
+      deliver([text], end);
+      this.offset = end;
+    }
+    await this.close();
+  }
+
+  private async sameFirstLine(): Promise<boolean> {
+    if (this.fh === null || this.fp === null) return true;
+    const buf = Buffer.alloc(this.fpLen);
+    const { bytesRead } = await this.fh.read(buf, 0, this.fpLen, 0);
+    return bytesRead === this.fpLen && sha1(buf) === this.fp;
+  }
+
+  private async readFrom(deliver: Deliver, budget: number): Promise<ReadOutcome> {
+    const fh = this.fh;
+    if (fh === null) return 'idle';
+    const buf = Buffer.allocUnsafe(this.opts.chunkBytes);
+    let readThisCall = 0;
+    for (;;) {
+      const { bytesRead } = await fh.read(buf, 0, buf.length, this.readPos);
+      if (bytesRead === 0) return 'idle';
+      const base = this.readPos;
+      this.readPos += bytesRead;
+      readThisCall += bytesRead;
+      this.consume(buf, bytesRead, base, deliver);
+      if (readThisCall >= budget) return 'more';
+    }
+  }
+
+  /** Splits one chunk into lines; `base` is the file offset of chunk[0]. */
+  private consume(chunk: Buffer, len: number, base: number, deliver: Deliver): void {
+    const lines: string[] = [];
+    const max = this.opts.maxLineBytes;
+    let start = 0;
+    let lineStart = this.offset;
+    for (let nl = chunk.indexOf(10, start); nl !== -1 && nl < len; nl = chunk.indexOf(10, start)) {
+      const lineLen = this.pendingLen + (nl - start);
+      if (this.skipping || lineLen > max) {
+        this.notices.longLine?.({ offset: lineStart, bytes: lineLen });
+        this.skipping = false;
+      } else {
+        const piece = chunk.subarray(start, nl);
+        const bytes = this.pendingLen === 0 ? piece : Buffer.concat([...this.pending, piece], lineLen);
+        if (this.fp === null && lineStart === 0) this.setFingerprint(bytes);
+        lines.push(decode(bytes));
+      }
+      this.pending = [];
+      this.pendingLen = 0;
+      start = nl + 1;
+      lineStart = base + start;
+    }
+    if (start < len) {
+      if (!this.skipping) {
+        const restLen = len - start;
+        if (this.pendingLen + restLen > max) {
+          this.skipping = true;
+          this.pending = [];
+          this.pendingLen += restLen; // keep counting the length of the skipped line
+        } else {
+          this.pending.push(Buffer.from(chunk.subarray(start, len)));
+          this.pendingLen += restLen;
+        }
+      } else {
+        this.pendingLen += len - start;
+      }
+    }
+    if (lines.length > 0 || lineStart !== this.offset) {
+      deliver(lines, lineStart);
+      this.offset = lineStart;
+    }
+  }
+
+  private setFingerprint(firstLine: Buffer): void {
+    const withNewline = firstLine.length + 1;
+    this.fpLen = Math.min(withNewline, FP_CAP);
+    const bytes = Buffer.alloc(this.fpLen);
+    firstLine.copy(bytes, 0, 0, Math.min(firstLine.length, this.fpLen));
+    if (this.fpLen === withNewline) bytes[this.fpLen - 1] = 10;
+    this.fp = sha1(bytes);
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Watching the roots for files that appear, grow, and vanish (chokidar; polling for NFS).
+ * Folders are watched, not single files, so a file replaced by rename keeps being followed.
+ * `awaitWriteFinish` is off: training logs grow forever.
+ */
+import path from 'node:path';
+import type { Stats } from 'node:fs';
+import { watch, type FSWatcher } from 'chokidar';
+import { classifyFile } from '../parsers/index.js';
+import { skipDir } from './discover.js';
+
+export interface WatchRoot {
+  path: string;
+  /** When set, only these entries directly under the root are watched. */
+  only?: readonly string[];
+}
+
+export interface WatcherOptions {
+  roots: WatchRoot[];
+  poll: boolean;
+  pollIntervalMs: number;
+  /** Never watched (barwatch's own state folder). */
+  exclude: string[];
+}
+
+export type WatchEvent = 'add' | 'change' | 'unlink';
+
+export function isIgnored(p: string, stats: Stats | undefined, opts: WatcherOptions): boolean {
+  const abs = path.resolve(p);
+  for (const root of opts.roots) if (abs === root.path) return false;
+  for (const ex of opts.exclude) if (abs === ex || abs.startsWith(ex + path.sep)) return true;
+  const name = path.basename(abs);
+  const parent = path.dirname(abs);
+  for (const root of opts.roots) {
+    if (root.only !== undefined && parent === root.path && !root.only.includes(name)) return true;
+  }
+  if (stats?.isDirectory()) return skipDir(name);
+  if (stats?.isFile()) return classifyFile(abs) === null;
+  // No stats yet: decide by name only; unknown names are looked at again with stats.
+  return skipDir(name);
+}
+
+export function startWatcher(
+  opts: WatcherOptions,
+  onEvent: (event: WatchEvent, file: string) => void,
+  onError: (err: Error) => void,
+): Promise<FSWatcher> {
+  const w = watch(
+    opts.roots.map((r) => r.path),
+    {
+      persistent: true,
+      ignoreInitial: false,
+      followSymlinks: true,
+      usePolling: opts.poll,
+      interval: opts.pollIntervalMs,
+      binaryInterval: opts.pollIntervalMs,
+      atomic: false,
+      awaitWriteFinish: false,
+      ignorePermissionErrors: false,
+      ignored: (p: string, stats?: Stats) => isIgnored(p, stats, opts),
+    },
+  );
+  w.on('add', (p) => onEvent('add', path.resolve(p)));
+  w.on('change', (p) => onEvent('change', path.resolve(p)));
+  w.on('unlink', (p) => onEvent('unlink', path.resolve(p)));
+  w.on('error', (err) => onError(err as Error));
+  return new Promise((resolve) => w.once('ready', () => resolve(w)));
+}
