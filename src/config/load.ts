@@ -142,7 +142,7 @@ function issueProblems(file: string, doc: unknown, issue: z.core.$ZodIssue): Con
   switch (issue.code) {
     case 'unrecognized_keys':
       return issue.keys.map((k) => {
-        const near = knownKeys(at).filter((c) => levenshtein(c, k) <= 2);
+        const near = knownKeys(at).filter((c) => levenshtein(c, k) <= 2 || (k.length >= 4 && c.startsWith(k)));
         const hint = near.length > 0 ? ` (did you mean ${near[0]}?)` : '';
         return { file, key: keyPath([...at, k]), message: `unknown key${hint}` };
       });
@@ -195,7 +195,15 @@ export function parseConfig(text: string, file: string, opts: LoadOptions = {}):
   if (typeof doc !== 'object' || Array.isArray(doc)) {
     throw new ConfigError([{ file, key: '', message: `must be a mapping of keys, not ${typeName(doc)}` }]);
   }
-  return resolveConfig(file, doc, opts);
+  return resolveConfig(file, dropEmpty(doc), opts);
+}
+
+/** `key:` with nothing after it (often everything below was commented out) means the default. */
+function dropEmpty(doc: unknown): unknown {
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return doc;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(doc as Record<string, unknown>)) if (v !== null) out[k] = dropEmpty(v);
+  return out;
 }
 
 function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Config {

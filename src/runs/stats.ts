@@ -3,8 +3,7 @@
  * be saved to JSON and restored, so a restart resumes with the same numbers.
  *
  * - Summary: count, mean, variance (Welford), min, max; two summaries merge (Chan et al.).
- * - RollingWindow: mean and variance of the last W values: Welford add/remove over a ring
- *   buffer, recomputed exactly (two passes) every W updates so rounding never accumulates.
+ * - RollingWindow: mean and variance of the last W values, from a ring buffer, two passes.
  * - Ewma: exponentially weighted mean and variance.
  * - History: the last H (step, value) points, for detectors that need the shape of a series.
  * - Curve: a whole round downsampled to at most B buckets (pairs merge when full).
@@ -80,13 +79,19 @@ export interface WindowJSON {
   values: number[];
 }
 
+/**
+ * Mean and variance of the last `size` values. Values live in a ring buffer; the statistics are
+ * computed from it with two passes (plus a compensation term) when read after a change, and
+ * cached. Reading costs O(size), pushing O(1), and there is no running sum whose rounding could
+ * accumulate: values near 1e9 with a spread of 1e-3 come out as exact as the data allow.
+ */
 export class RollingWindow {
   private readonly buf: Float64Array;
   private head = 0; // next write position
   private count = 0;
-  private mean_ = 0;
-  private m2 = 0;
-  private sinceExact = 0;
+  private dirty = false;
+  private mean_ = NaN;
+  private variance_ = 0;
 
   constructor(readonly size: number) {
     if (!(size >= 1)) throw new RangeError('window size must be at least 1');
@@ -94,44 +99,32 @@ export class RollingWindow {
   }
 
   push(x: number): void {
-    if (this.count === this.size) {
-      const old = this.buf[this.head]!;
-      // Remove the oldest value (reverse Welford), then add the new one.
-      const n1 = this.count - 1;
-      if (n1 === 0) {
-        this.mean_ = 0;
-        this.m2 = 0;
-      } else {
-        const dOld = old - this.mean_;
-        this.mean_ -= dOld / n1;
-        this.m2 -= dOld * (old - this.mean_);
-      }
-      this.count = n1;
-    }
     this.buf[this.head] = x;
     this.head = (this.head + 1) % this.size;
-    this.count++;
-    const d = x - this.mean_;
-    this.mean_ += d / this.count;
-    this.m2 += d * (x - this.mean_);
-    if (++this.sinceExact >= this.size) this.recompute();
+    if (this.count < this.size) this.count++;
+    this.dirty = true;
   }
 
-  /** Exact two-pass mean and variance over the buffer. */
-  private recompute(): void {
-    this.sinceExact = 0;
+  private compute(): void {
+    this.dirty = false;
+    const n = this.count;
+    if (n === 0) {
+      this.mean_ = NaN;
+      this.variance_ = 0;
+      return;
+    }
     let sum = 0;
-    for (const x of this.values()) sum += x;
-    const mean = sum / this.count;
+    for (let i = 0; i < n; i++) sum += this.buf[i]!;
+    const mean = sum / n;
     let ss = 0;
     let comp = 0;
-    for (const x of this.values()) {
-      const d = x - mean;
+    for (let i = 0; i < n; i++) {
+      const d = this.buf[i]! - mean;
       ss += d * d;
       comp += d;
     }
-    this.mean_ = mean + comp / this.count;
-    this.m2 = ss - (comp * comp) / this.count;
+    this.mean_ = mean + comp / n;
+    this.variance_ = n > 1 ? Math.max(0, (ss - (comp * comp) / n) / (n - 1)) : 0;
   }
 
   get n(): number {
@@ -139,11 +132,13 @@ export class RollingWindow {
   }
 
   get mean(): number {
-    return this.count ? this.mean_ : NaN;
+    if (this.dirty) this.compute();
+    return this.mean_;
   }
 
   get variance(): number {
-    return this.count > 1 ? Math.max(0, this.m2 / (this.count - 1)) : 0;
+    if (this.dirty) this.compute();
+    return this.variance_;
   }
 
   get sd(): number {

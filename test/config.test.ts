@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { inspect } from 'node:util';
+import { describe, test } from 'node:test';
+import { parseDuration } from '../src/config/duration.js';
+import { ConfigError, loadConfig, parseConfig } from '../src/config/load.js';
+import { BIN, REPO, tempDir } from './helpers/fs.js';
+
+const FIXTURES = path.join(REPO, 'test', 'fixtures', 'configs');
+
+function problems(name: string): string[] {
+  const file = path.join(FIXTURES, name);
+  try {
+    loadConfig(file);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    return err.problems.map((p) => `${path.basename(p.file)}: ${p.key}: ${p.message}`);
+  }
+  assert.fail(`${name} was accepted`);
+}
+
+describe('invalid configs: one case per file, the exact message', () => {
+  const cases: Record<string, string[]> = {
+    'unknown-key.yaml': ['unknown-key.yaml: watch.pol: unknown key (did you mean poll?)'],
+    'wrong-type.yaml': ['wrong-type.yaml: watch.poll: must be true or false, not a string'],
+    'bad-duration.yaml': ['bad-duration.yaml: alerting.group_wait: must be a duration such as 500ms, 10s, 5m or 4h'],
+    'bad-yaml.yaml': ['bad-yaml.yaml: : not valid YAML: line 3, column 1: deficient indentation'],
+    'not-a-mapping.yaml': ['not-a-mapping.yaml: : must be a mapping of keys, not a list'],
+    'email-without-to.yaml': ['email-without-to.yaml: notify.email.to: is required (a list)'],
+    'slack-both.yaml': ['slack-both.yaml: notify.slack: at most one of webhook_url and webhook_url_file may be set'],
+    'detectors.yaml': [
+      'detectors.yaml: detectors.stale-run.enabled: must be true or false, not a string',
+      'detectors.yaml: detectors.boundary-osc: unknown key (did you mean boundary-oscillation?)',
+    ],
+    'several.yaml': [
+      'several.yaml: http.listen: must be host:port, e.g. 127.0.0.1:9464',
+      'several.yaml: log.level: must be one of fatal, error, warn, info, debug, trace',
+    ],
+    'slack-bad-url.yaml': ['slack-bad-url.yaml: notify.slack.webhook_url: must be a URL'],
+  };
+  for (const [file, want] of Object.entries(cases)) {
+    test(file, () => assert.deepEqual(problems(file), want));
+  }
+
+  test('a missing file is named', () => {
+    assert.throws(() => loadConfig('/nonexistent/barwatch.yaml'), (err: ConfigError) => err.message === '/nonexistent/barwatch.yaml: cannot read the file (ENOENT)');
+  });
+
+  test('cross-key problems: channels not configured, secret file missing', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'c.yaml');
+    assert.throws(
+      () => parseConfig('summary: {channels: [slack]}\nnotify:\n  email: {to: [a@b.c], smtp: {user: u, pass_file: nope.txt}}\n', file),
+      (err: ConfigError) =>
+        err.problems.map((p) => `${p.key}: ${p.message}`).join('\n') ===
+        [`notify.email.smtp.pass_file: cannot read ${path.join(dir, 'nope.txt')} (ENOENT)`, 'summary.channels[0]: slack is listed but notify.slack is not configured'].join('\n'),
+    );
+  });
+});
+
+describe('valid configs', () => {
+  test('the shipped example validates, with the defaults of SPEC 6', () => {
+    const c = loadConfig(path.join(REPO, 'config', 'barwatch.example.yaml'));
+    assert.deepEqual(c.watch.roots, [path.join(REPO, 'config')]);
+    assert.equal(c.stateDir, path.join(REPO, 'config', '.barwatch'));
+    assert.equal(c.alerting.groupWaitMs, 10_000);
+    assert.equal(c.alerting.repeatIntervalMs, 4 * 3_600_000);
+    assert.equal(c.watch.pollIntervalMs, 1000);
+    assert.equal(c.summary.cron, '0 23 * * *');
+    assert.equal(c.tail.maxLineBytes, 1 << 20);
+  });
+
+  test('no file: defaults relative to the working folder', () => {
+    const c = loadConfig(null, { cwd: '/srv/run1' });
+    assert.deepEqual(c.watch.roots, ['/srv/run1']);
+    assert.equal(c.stateDir, '/srv/run1/.barwatch');
+    assert.equal(c.summary.channels[0], 'email');
+  });
+
+  test('relative paths resolve against the config file; empty sections mean defaults', () => {
+    const c = parseConfig('watch:\n  roots: [runs, /abs/runs]\nstate_dir: ../state\nhttp:\n', '/etc/barwatch/barwatch.yaml');
+    assert.deepEqual(c.watch.roots, ['/etc/barwatch/runs', '/abs/runs']);
+    assert.equal(c.stateDir, '/etc/state');
+    assert.deepEqual(c.http, {});
+  });
+
+  test('secrets from a file or the environment never print', () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'hook'), 'https://hooks.slack.com/services/T0/B0/TOPSECRET\n');
+    const c = parseConfig('notify:\n  slack: {webhook_url_file: hook}\n  email: {to: [a@b.c], smtp: {user: u}}\n', path.join(dir, 'c.yaml'), {
+      env: { BARWATCH_SMTP_PASS: 'hunter2-password' },
+    });
+    assert.equal(c.notify.slack?.webhookUrl.reveal(), 'https://hooks.slack.com/services/T0/B0/TOPSECRET');
+    assert.equal(c.notify.email?.smtp.pass?.reveal(), 'hunter2-password');
+    const shown = [JSON.stringify(c), inspect(c, { depth: 10 }), String(c.notify.slack?.webhookUrl)].join('\n');
+    assert.ok(!shown.includes('TOPSECRET'), 'webhook URL leaked');
+    assert.ok(!shown.includes('hunter2'), 'password leaked');
+  });
+
+  test('a config error never quotes a secret value', () => {
+    const msgs = problems('slack-bad-url.yaml').join('\n');
+    assert.ok(!msgs.includes('SECRETSECRET'));
+    const both = problems('slack-both.yaml').join('\n');
+    assert.ok(!both.includes('SECRETSECRET'));
+  });
+
+  test('durations', () => {
+    assert.equal(parseDuration('500ms'), 500);
+    assert.equal(parseDuration('1h30m'), 5_400_000);
+    assert.equal(parseDuration('1.5s'), 1500);
+    assert.equal(parseDuration('10'), null);
+    assert.equal(parseDuration('10 s'), null);
+  });
+});
+
+describe('barwatch validate', () => {
+  test('exit 0 on a valid file, 2 with every problem listed on an invalid one', () => {
+    const ok = spawnSync(process.execPath, [BIN, 'validate', '--config', path.join(REPO, 'config', 'barwatch.example.yaml')], { encoding: 'utf8' });
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.match(ok.stdout, /barwatch\.example\.yaml: valid/);
+    const bad = spawnSync(process.execPath, [BIN, 'validate', '--config', path.join(FIXTURES, 'several.yaml')], { encoding: 'utf8' });
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /several\.yaml: http\.listen: must be host:port/);
+    assert.match(bad.stderr, /several\.yaml: log\.level: must be one of/);
+    assert.match(bad.stderr, /2 problem\(s\) found/);
+    const none = spawnSync(process.execPath, [BIN, 'validate'], { encoding: 'utf8' });
+    assert.equal(none.status, 2);
+  });
+});

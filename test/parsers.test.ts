@@ -1,0 +1,316 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { BarragSelectorDebugParser } from '../src/parsers/barrag-debug.js';
+import { BarragGeneratorDebugParser } from '../src/parsers/barrag-generator-debug.js';
+import { classifyFile } from '../src/parsers/index.js';
+import { parseJsonLenient } from '../src/parsers/json.js';
+import { canonicalKey } from '../src/parsers/keys.js';
+import { parsePythonLiteral } from '../src/parsers/pydict.js';
+import { RewardHistoryParser } from '../src/parsers/reward-history.js';
+import { readRunSettings, RunConfigParser } from '../src/parsers/run-config.js';
+import { TextLogParser } from '../src/parsers/train-log.js';
+import { TrainerStateParser } from '../src/parsers/trainer-state.js';
+import { DEFAULT_PARSER_OPTIONS, isMalformed, type LineResult, type MetricRecord, type ParsedRecord } from '../src/parsers/types.js';
+
+const opts = DEFAULT_PARSER_OPTIONS;
+
+function records(r: LineResult): ParsedRecord[] {
+  assert.ok(!isMalformed(r), `expected records, got malformed: ${JSON.stringify(r)}`);
+  return r;
+}
+
+function metric(r: LineResult): MetricRecord {
+  const recs = records(r).filter((x): x is MetricRecord => x.kind === 'metrics');
+  assert.equal(recs.length, 1, `expected one metric record in ${JSON.stringify(r)}`);
+  return recs[0]!;
+}
+
+describe('canonical keys', () => {
+  test('every alias of SPEC 3.2 folds onto its component', () => {
+    const cases: Record<string, string> = {
+      bdy: 'boundary', unc: 'boundary', unc_reward: 'boundary', boundary_reward: 'boundary', r_bdy: 'boundary',
+      rel: 'relevance', rel_reward: 'relevance', relevance_reward: 'relevance',
+      fmt: 'format', format_bonus: 'format', format_reward: 'format',
+      cnt: 'count', count_penalty: 'count',
+      'reward/boundary': 'boundary', 'rewards/boundary_reward/mean': 'boundary',
+      'rewards/boundary_reward/std': 'boundary_std', boundary_std: 'boundary_std', 'reward/format_std': 'format_std',
+      'rewards/format_reward_fn/mean': 'format', 'rewards/count_penalty_fn/std': 'count_std',
+      'reward_extra_info/format': 'format',
+    };
+    for (const [raw, want] of Object.entries(cases)) assert.equal(canonicalKey(raw), want, raw);
+  });
+
+  test('unknown keys are kept verbatim; a user key map wins', () => {
+    assert.equal(canonicalKey('critic/score/mean'), 'critic/score/mean');
+    assert.equal(canonicalKey('rewards/reward_fn/mean'), 'rewards/reward_fn/mean');
+    assert.equal(canonicalKey('my_bnd', { my_bnd: 'boundary' }), 'boundary');
+  });
+});
+
+describe('JSON with Python non-finite numbers', () => {
+  test('NaN, Infinity and -Infinity read as numbers, not inside strings', () => {
+    const v = parseJsonLenient('{"a": NaN, "b": Infinity, "c": -Infinity, "s": "NaN Infinity", "d": [NaN]}') as Record<string, unknown>;
+    assert.ok(Number.isNaN(v['a']));
+    assert.equal(v['b'], Infinity);
+    assert.equal(v['c'], -Infinity);
+    assert.equal(v['s'], 'NaN Infinity');
+    assert.ok(Number.isNaN((v['d'] as number[])[0]));
+  });
+
+  test('broken JSON still throws', () => {
+    assert.throws(() => parseJsonLenient('{"a": NaN'), SyntaxError);
+  });
+});
+
+describe('Python literals', () => {
+  test('dicts with quoted numbers, nan, wrapped scalars, None and nesting', () => {
+    const v = parsePythonLiteral("{'loss': 0.03, 'reward': '0.875', 'x': nan, 'y': np.float64(0.1), 'z': tensor(0.5, device='cuda:0'), 'n': None, 'ok': True, 'l': [1, 2], 't': (1,)}") as Record<string, unknown>;
+    assert.equal(v['loss'], 0.03);
+    assert.equal(v['reward'], '0.875');
+    assert.ok(Number.isNaN(v['x']));
+    assert.equal(v['y'], 0.1);
+    assert.equal(v['z'], 0.5);
+    assert.equal(v['n'], null);
+    assert.equal(v['ok'], true);
+    assert.deepEqual(v['l'], [1, 2]);
+  });
+
+  test('a truncated dict is not a literal', () => {
+    assert.equal(parsePythonLiteral("{'loss': 0.03, 'rew"), undefined);
+  });
+});
+
+describe('reward_history.jsonl', () => {
+  test('the canonical selector line', () => {
+    const p = new RewardHistoryParser(opts);
+    const r = metric(p.line('{"step": 37, "boundary": 0.41, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": 0.52, "accuracy": 0.47, "boundary_share": 0.28, "rollouts": 10, "time": "2026-11-29T10:00:00Z"}'));
+    assert.equal(r.step, 37);
+    assert.deepEqual(r.values, { boundary: 0.41, relevance: 0.31, format: 1, count: -0.5, total: 0.52, accuracy: 0.47, boundary_share: 0.28, rollouts: 10 });
+    assert.equal(r.time, Date.parse('2026-11-29T10:00:00Z'));
+    assert.equal(p.format(), 'reward-history');
+  });
+
+  test('aliases, nesting under rewards, per-step std, numbers as strings', () => {
+    const p = new RewardHistoryParser(opts);
+    const r = metric(p.line('{"step": "3", "rewards": {"unc_reward": 0.5, "rel": "0.2", "format_bonus": 1, "count_penalty": 0, "boundary_std": 0.1}}'));
+    assert.equal(r.step, 3);
+    assert.deepEqual(r.values, { boundary: 0.5, relevance: 0.2, format: 1, count: 0, boundary_std: 0.1 });
+  });
+
+  test('verl file logger: the record under data', () => {
+    const p = new RewardHistoryParser(opts);
+    const r = metric(p.line('{"step": 12, "data": {"critic/score/mean": 0.61, "reward/boundary": 0.4, "rewards/format_reward/mean": 1.0}}'));
+    assert.equal(r.step, 12);
+    assert.deepEqual(r.values, { 'critic/score/mean': 0.61, boundary: 0.4, format: 1 });
+    assert.equal(p.format(), 'verl-jsonl');
+  });
+
+  test('generator lines', () => {
+    const r = metric(new RewardHistoryParser(opts).line('{"step": 12, "reward": 0.53, "accuracy": 0.43}'));
+    assert.deepEqual(r.values, { reward: 0.53, accuracy: 0.43 });
+  });
+
+  test('bare NaN and Infinity are values', () => {
+    const r = metric(new RewardHistoryParser(opts).line('{"step": 5, "boundary": NaN, "total": -Infinity}'));
+    assert.ok(Number.isNaN(r.values['boundary']));
+    assert.equal(r.values['total'], -Infinity);
+  });
+
+  test('malformed lines say why; blank lines are nothing', () => {
+    const p = new RewardHistoryParser(opts);
+    assert.deepEqual(p.line('{"step": 1, "boundary": 0.'), { error: 'not valid JSON' });
+    assert.deepEqual(p.line('[1, 2]'), { error: 'not a JSON object' });
+    assert.deepEqual(p.line('{"boundary": 0.4}'), { error: 'no numeric "step"' });
+    assert.deepEqual(p.line('   '), []);
+  });
+});
+
+describe('train.log', () => {
+  test('key=value pairs on a step line', () => {
+    const r = metric(new TextLogParser(opts).line('step=120 boundary_reward=0.61 accuracy=0.47 loss: 1.5e-3'));
+    assert.equal(r.step, 120);
+    assert.deepEqual(r.values, { boundary: 0.61, accuracy: 0.47, loss: 0.0015 });
+  });
+
+  test('verl console with ANSI colours, a Ray prefix, np.float64 and full precision', () => {
+    const p = new TextLogParser(opts);
+    const r = metric(p.line('\x1b[36m(TaskRunner pid=14640)\x1b[0m step:120 - critic/score/mean:0.610 - val-core/nq/acc/mean@1:np.float64(0.47) - actor/lr:1e-06 - reward_extra_info/format:0.8350694444444443'));
+    assert.equal(r.step, 120);
+    assert.deepEqual(r.values, { 'critic/score/mean': 0.61, 'val-core/nq/acc/mean@1': 0.47, 'actor/lr': 1e-6, format: 0.8350694444444443 });
+    assert.equal(p.format(), 'verl-console');
+  });
+
+  test('a [time] prefix is stripped and kept as the record time', () => {
+    const r = metric(new TextLogParser(opts).line('[2026-11-30 10:00:00] step=3 total=0.5'));
+    assert.equal(r.time, Date.parse('2026-11-30T10:00:00Z'));
+  });
+
+  test('eval lines become eval/ series', () => {
+    const r = metric(new TextLogParser(opts).line('[eval] step=500 accuracy=0.462'));
+    assert.deepEqual(r.values, { 'eval/accuracy': 0.462 });
+    assert.equal(r.step, 500);
+  });
+
+  test('filter lines: per question, with acc_list, and the summary', () => {
+    const p = new TextLogParser(opts);
+    assert.deepEqual(records(p.line('[filter] id=q123 acc=0.45 kept=true')), [{ kind: 'filter-question', id: 'q123', acc: 0.45, kept: true }]);
+    const [q] = records(p.line('[filter] id=q9 acc_list=[0.2, 0.4, 0.6] kept=false'));
+    assert.equal(q?.kind, 'filter-question');
+    assert.ok(q?.kind === 'filter-question' && Math.abs(q.acc - 0.4) < 1e-12 && q.kept === false);
+    assert.deepEqual(records(p.line('[filter] before=12000 after=7300')), [{ kind: 'filter-summary', before: 12000, after: 7300 }]);
+    assert.ok(isMalformed(p.line('[filter] id=q1 kept=true')));
+  });
+
+  test('every spelling of the rollout count', () => {
+    const lines = ['rollouts=10', 'K_ROLLOUTS=10', 'K Rollouts: 10', 'n_rollouts: 10', 'actor_rollout_ref.rollout.n=10', '[x] GENERATOR ROLLOUTS (K=10):'];
+    for (const l of lines) {
+      const got = records(new TextLogParser(opts).line(l)).filter((r) => r.kind === 'rollouts');
+      assert.deepEqual(got, [{ kind: 'rollouts', k: 10 }], l);
+    }
+    assert.deepEqual(records(new TextLogParser(opts).line('rollout/total_num_samples:96')), []);
+  });
+
+  test('lines that match nothing, and wandb summaries, give nothing', () => {
+    const p = new TextLogParser(opts);
+    assert.deepEqual(p.line('Loading checkpoint shards: 100%'), []);
+    assert.deepEqual(p.line('wandb: step=300 reward=0.5'), []);
+    assert.deepEqual(p.line(''), []);
+  });
+
+  test('TRL console dicts after tqdm output split by \\r, numbered in order', () => {
+    const p = new TextLogParser(opts);
+    const a = metric(p.line("  5%|▌ | 1/20 [00:03<01:00]\r{'loss': '0.0334', 'reward': 0.875, 'rewards/format_reward_fn/mean': 1.0, 'frac_reward_zero_std': 0.9, 'epoch': 0.0}"));
+    const b = metric(p.line("{'loss': 0.1, 'reward': 0.5, 'epoch': 0.1}"));
+    assert.equal(a.step, 1);
+    assert.equal(b.step, 2);
+    assert.deepEqual(a.values, { loss: 0.0334, reward: 0.875, format: 1, frac_reward_zero_std: 0.9 });
+    assert.equal(p.format(), 'trl-console');
+    assert.deepEqual(p.line("{'train_runtime': 877.9, 'train_loss': 0.09, 'epoch': 0.05}"), []);
+    const e = metric(p.line("{'eval_loss': 0.2, 'eval_reward': 0.7, 'epoch': 0.1}"));
+    assert.deepEqual(e, { kind: 'metrics', step: 2, values: { 'eval/loss': 0.2, 'eval/reward': 0.7 } });
+    assert.ok(isMalformed(p.line("{'loss': 0.1, 'rew")));
+  });
+
+  test('OpenRLHF Global step lines', () => {
+    const p = new TextLogParser(opts);
+    const r = metric(p.line("Global step 12: {'policy_loss': 0.1, 'reward': 0.5, 'rewards/boundary': 0.4}"));
+    assert.equal(r.step, 12);
+    assert.deepEqual(r.values, { policy_loss: 0.1, reward: 0.5, boundary: 0.4 });
+    assert.equal(p.format(), 'openrlhf');
+  });
+});
+
+describe('trainer_state.json', () => {
+  const doc = (entries: object[]): string => JSON.stringify({ global_step: 3, log_history: entries });
+
+  test('training entries, eval keys apart, the summary skipped, only new entries on re-read', () => {
+    const p = new TrainerStateParser(opts);
+    const first = records(p.document(doc([
+      { step: 1, reward: 0.1, 'rewards/boundary_fn/mean': 0.3, epoch: 0.1 },
+      { step: 2, reward: 0.2, eval_reward: 0.25 },
+    ])));
+    assert.deepEqual(first, [
+      { kind: 'metrics', step: 1, values: { reward: 0.1, boundary: 0.3 } },
+      { kind: 'metrics', step: 2, values: { reward: 0.2, 'eval/reward': 0.25 } },
+    ]);
+    const second = records(p.document(doc([
+      { step: 1, reward: 0.1 }, { step: 2, reward: 0.2 }, { step: 3, reward: 0.3 },
+      { step: 3, train_runtime: 10, train_loss: 0.1 },
+    ])));
+    assert.deepEqual(second, [{ kind: 'metrics', step: 3, values: { reward: 0.3 } }]);
+  });
+
+  test('half-written file is malformed, not fatal', () => {
+    assert.ok(isMalformed(new TrainerStateParser(opts).document('{"log_history": [{"step": 1')));
+  });
+});
+
+describe('BAR-RAG debug logs', () => {
+  const block = (t: string, acc: number, unc: number, fin: number): string[] => [
+    '='.repeat(100),
+    `[2026-11-30 03:02:${t}] REWARD COMPUTATION`,
+    `[2026-11-30 03:02:${t}] GENERATOR ROLLOUTS (K=10):`,
+    `[2026-11-30 03:02:${t}]   num_correct=${acc * 10}/10 accuracy=${acc.toFixed(3)}`,
+    `[2026-11-30 03:02:${t}]   unc_reward=${unc} (center=0.5, max=1.0)`,
+    `[2026-11-30 03:02:${t}]   rel_reward=0.2000 (max=1.0)`,
+    `[2026-11-30 03:02:${t}]   format_bonus=0.5000`,
+    `[2026-11-30 03:02:${t}]   count_penalty=0.0000`,
+    `[2026-11-30 03:02:${t}]   total = 1.0*${unc} + 0.2*0.2000 + 0.5000 - 0.0000`,
+    `[2026-11-30 03:02:${t}] >>> FINAL REWARD: ${fin} <<<`,
+    '='.repeat(100),
+    '',
+  ];
+
+  test('selector blocks become per-step means, spreads and boundary share (time gaps split steps)', () => {
+    const p = new BarragSelectorDebugParser({ ...opts, debugStepGapMs: 5000 });
+    const lines = [...block('00', 0.5, 1.0, 1.54), ...block('01', 0.2, 0.4, 0.94), ...block('30', 0.9, 0.2, 0.74)];
+    const out = lines.flatMap((l) => records(p.line(l)));
+    const kinds = out.map((r) => r.kind);
+    assert.deepEqual(kinds, ['rollouts', 'settings', 'settings', 'metrics']);
+    const step1 = out[3] as MetricRecord;
+    assert.equal(step1.step, 1);
+    assert.equal(step1.values['samples'], 2);
+    assert.ok(Math.abs(step1.values['boundary']! - 0.7) < 1e-9);
+    assert.ok(Math.abs(step1.values['boundary_std']! - Math.sqrt(0.18)) < 1e-9);
+    assert.equal(step1.values['boundary_share'], 0.5);
+    assert.equal(step1.values['rollouts'], 10);
+    assert.deepEqual(out[1], { kind: 'settings', settings: { targetAccuracy: 0.5 } });
+    assert.deepEqual(out[2], { kind: 'settings', settings: { weights: { boundary: 1, relevance: 0.2 } } });
+    const last = p.flush() as MetricRecord[];
+    assert.equal(last.length, 1);
+    assert.equal(last[0]!.step, 2);
+    assert.equal(last[0]!.values['boundary'], 0.2);
+  });
+
+  test('a fixed number of samples per step; state survives a snapshot', () => {
+    const p = new BarragSelectorDebugParser({ ...opts, debugSamplesPerStep: 2 });
+    const lines = [...block('00', 0.5, 1.0, 1.5), ...block('00', 0.5, 1.0, 1.5), ...block('00', 0.1, 0.2, 0.7)];
+    const half = lines.slice(0, 14);
+    half.forEach((l) => p.line(l));
+    const q = new BarragSelectorDebugParser({ ...opts, debugSamplesPerStep: 2 });
+    q.restore(JSON.parse(JSON.stringify(p.snapshot())));
+    const out = lines.slice(14).flatMap((l) => records(q.line(l))).filter((r) => r.kind === 'metrics') as MetricRecord[];
+    assert.equal(out.length, 1);
+    assert.equal(out[0]!.values['samples'], 2);
+    assert.equal(out[0]!.values['boundary'], 1);
+  });
+
+  test('generator blocks', () => {
+    const p = new BarragGeneratorDebugParser(opts);
+    p.line('[2026-11-30 03:02:45] fmt=1.0 reward=1.000000 max_f1=1.000000 max_em=1.000000');
+    p.line('[2026-11-30 03:02:45] fmt=0.0 reward=0.000000 max_f1=0.000000 max_em=0.000000');
+    const [r] = p.flush() as MetricRecord[];
+    assert.deepEqual({ ...r!.values, reward_std: undefined, format_std: undefined, f1_std: undefined, accuracy_std: undefined }, { samples: 2, format: 0.5, reward: 0.5, f1: 0.5, accuracy: 0.5, reward_std: undefined, format_std: undefined, f1_std: undefined, accuracy_std: undefined });
+  });
+});
+
+describe('run configs', () => {
+  test('canonical names', () => {
+    const s = readRunSettings('easy_threshold: 0.8\nunsolvable_threshold: 0.2\nvar_min: 0.02\nrollouts: 10\nweights: {boundary: 1.0, relevance: 0.2, format: 0.5, count: 1.0}\ntarget_accuracy: 0.5\n');
+    assert.deepEqual(s, { easyThreshold: 0.8, unsolvableThreshold: 0.2, varMin: 0.02, rollouts: 10, weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 }, targetAccuracy: 0.5 });
+  });
+
+  test("BAR-RAG's names, nested", () => {
+    const s = readRunSettings('reward:\n  lambda_unc: 1.0\n  lambda_rel: 0.2\n  format_bonus: 0.5\n  wrong_count_penalty: 0.5\n  max_count_penalty: 1.0\n  target_center: 0.6\nfilter:\n  mean_min: 0.25\n  mean_max: 0.85\n  K_ROLLOUTS: 8\n');
+    assert.deepEqual(s, { weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 0.5 }, countMax: 1, targetAccuracy: 0.6, unsolvableThreshold: 0.25, easyThreshold: 0.85, rollouts: 8 });
+  });
+
+  test('broken YAML is malformed', () => {
+    assert.ok(isMalformed(new RunConfigParser().document('a: [1, 2')));
+  });
+});
+
+describe('file classification', () => {
+  test('by name, then by content', () => {
+    assert.equal(classifyFile('/r/outputs/selector_round1/reward_history.jsonl'), 'jsonl');
+    assert.equal(classifyFile('/r/outputs/selector_round1/train.log'), 'text');
+    assert.equal(classifyFile('/r/checkpoint-100/trainer_state.json'), 'trainer-state');
+    assert.equal(classifyFile('/r/debug_logs/selector_reward_debug_7595.log'), 'selector-debug');
+    assert.equal(classifyFile('/r/debug_logs/reward_debug_7737.log'), 'generator-debug');
+    assert.equal(classifyFile('/r/configs/reward_config.yaml'), 'run-config');
+    assert.equal(classifyFile('/r/other.yaml'), null);
+    assert.equal(classifyFile('/r/model.safetensors'), null);
+    assert.equal(classifyFile('/r/metrics', '{"step": 1}'), 'jsonl');
+    assert.equal(classifyFile('/r/state', '{\n "log_history": []}'), 'trainer-state');
+  });
+});
