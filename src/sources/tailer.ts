@@ -134,7 +134,10 @@ export class FileTailer {
 
   private async open(deliver: Deliver): Promise<void> {
     const fh = await fsp.open(this.file, 'r');
-    const fst = await fh.stat();
+    const fst = await fh.stat().catch(async (err: unknown) => {
+      await fh.close();
+      throw err;
+    });
     this.fh = fh;
     this.reset();
     this.dev = fst.dev;
