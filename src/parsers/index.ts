@@ -22,7 +22,7 @@ const TEXT_EXT = new Set(['.log', '.txt', '.out', '.err']);
 export function classifyFile(file: string, head?: string): FileKind | null {
   const base = path.basename(file).toLowerCase();
   const dir = path.basename(path.dirname(file)).toLowerCase();
-  if (base === 'trainer_state.json') return 'trainer-state';
+  if (base.includes('trainer_state') && base.endsWith('.json')) return 'trainer-state';
   if (/^selector_reward_debug.*\.log$/.test(base)) return 'selector-debug';
   if (/^reward_debug.*\.log$/.test(base)) return 'generator-debug';
   if ((base.endsWith('.yaml') || base.endsWith('.yml')) && dir === 'configs') return 'run-config';

@@ -1,0 +1,56 @@
+/** Running the real `barwatch` command. */
+import { spawnSync } from 'node:child_process';
+import { BIN } from './fs.js';
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function barwatch(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', cwd: opts.cwd, env: { ...process.env, ...opts.env }, timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `barwatch analyze --format json`, parsed; asserts exactly one JSON document on stdout. */
+export function analyzeJson(paths: string[], extra: string[] = []): { status: number | null; doc: AnalyzeDoc; stderr: string } {
+  const r = barwatch(['analyze', ...paths, '--format', 'json', ...extra]);
+  return { status: r.status, doc: JSON.parse(r.stdout) as AnalyzeDoc, stderr: r.stderr };
+}
+
+export interface SeriesDoc {
+  n: number;
+  mean: number | null;
+  sd: number | null;
+  last: number | null;
+  last_step: number | null;
+  nonfinite: number;
+  window: { n: number; mean: number | null; sd: number | null };
+}
+
+export interface RoundDoc {
+  role: string;
+  round: number | null;
+  steps: number;
+  first_step: number | null;
+  last_step: number | null;
+  series: Record<string, SeriesDoc>;
+  signal_share?: { share: Record<string, number> };
+}
+
+export interface RunDoc {
+  run: string;
+  format: string;
+  rounds: RoundDoc[];
+  findings: unknown[];
+  settings: Record<string, unknown>;
+  rollouts: { k: number } | null;
+  filter: Record<string, number | null> | null;
+  files: { path: string; format: string; malformed: number; records: number }[];
+}
+
+export interface AnalyzeDoc {
+  version: number;
+  runs: RunDoc[];
+}

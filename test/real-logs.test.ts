@@ -1,0 +1,117 @@
+/** Every file in ../shared/real-logs/ through `barwatch analyze --format json`. */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { analyzeJson } from './helpers/cli.js';
+import { REAL_LOGS, REAL_LOGS_SKIP } from './helpers/fs.js';
+
+const real = (name: string): string => path.join(REAL_LOGS, name);
+
+function one(name: string) {
+  const { status, doc, stderr } = analyzeJson([real(name)]);
+  assert.equal(status, 0, stderr);
+  assert.equal(doc.version, 1);
+  assert.equal(doc.runs.length, 1);
+  const run = doc.runs[0]!;
+  assert.equal(run.run, real(name));
+  return run;
+}
+
+describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
+  test('verl console (PPO, GSM8K): 335 steps of critic/score/mean, steps 101-435', () => {
+    const run = one('verl-console-ppo-gsm8k-healthy.log');
+    assert.equal(run.format, 'verl-console');
+    assert.equal(run.rounds.length, 1);
+    const r = run.rounds[0]!;
+    assert.equal(r.steps, 335);
+    assert.equal(r.first_step, 101);
+    assert.equal(r.last_step, 435);
+    const s = r.series['critic/score/mean']!;
+    assert.equal(s.n, 335);
+    assert.ok(s.mean! > 0.9 && s.mean! < 0.99, `mean ${s.mean}`);
+    assert.equal(r.series['val-core/openai/gsm8k/reward/mean@1']!.n, 34);
+    assert.equal(run.files[0]!.malformed, 0);
+  });
+
+  test('verl console with reward_extra_info components (full precision)', () => {
+    const run = one('verl-console-reward-extra-info-format-sample.log');
+    const r = run.rounds[0]!;
+    assert.equal(r.steps, 2);
+    assert.ok(Math.abs(r.series['format']!.mean! - (0.8350694444444443 + 0.8880208333333334) / 2) < 1e-12);
+    assert.ok(r.series['reward_extra_info/distance']!.n === 2);
+  });
+
+  test('TRL trainer_state (text2sql): 200 entries, steps 5-1000', () => {
+    const run = one('trl-grpo-text2sql-trainer_state-healthy.json');
+    assert.equal(run.format, 'trainer-state');
+    const r = run.rounds[0]!;
+    assert.equal(r.steps, 200);
+    assert.equal(r.first_step, 5);
+    assert.equal(r.last_step, 1000);
+    assert.equal(r.series['reward']!.n, 200);
+    assert.equal(r.series['rewards/reward_func/mean']!.n, 200);
+  });
+
+  test('TRL trainer_state with 5 reward functions: format_reward_fn becomes format', () => {
+    const run = one('trl-grpo-5-components-trainer_state-erratic.json');
+    const r = run.rounds[0]!;
+    assert.equal(r.steps, 40);
+    assert.equal(r.series['format']!.n, 40);
+    assert.equal(r.series['format_std']!.n, 40);
+    assert.equal(r.series['completions/clipped_ratio']!.last, 1);
+  });
+
+  test('TRL console, collapse: 40 entries, reward ends at 0 with frac_reward_zero_std 1', () => {
+    const run = one('trl-console-grpo-collapse.log');
+    assert.equal(run.format, 'trl-console');
+    const r = run.rounds[0]!;
+    assert.equal(r.steps, 40);
+    assert.equal(r.series['reward']!.last, 0);
+    assert.equal(r.series['frac_reward_zero_std']!.last, 1);
+    assert.equal(r.series['completions/mean_length']!.last, 512);
+    assert.equal(run.files[0]!.malformed, 0);
+  });
+
+  test('TRL console, healthy: 40 entries', () => {
+    const run = one('trl-console-grpo-healthy.log');
+    const r = run.rounds[0]!;
+    assert.equal(r.steps, 40);
+    assert.equal(r.series['reward']!.n, 40);
+    assert.equal(r.series['grad_norm']!.n, 40);
+  });
+
+  test('BAR-RAG selector debug log: its components, K, c and the weights', () => {
+    const run = one('barrag-debug/selector_reward_debug_7595.log');
+    assert.equal(run.format, 'barrag-selector-debug');
+    const r = run.rounds[0]!;
+    assert.equal(r.role, 'selector');
+    assert.equal(r.steps, 1);
+    const v = (k: string): number | null => r.series[k]!.mean;
+    assert.equal(v('boundary'), 0.8333);
+    assert.equal(v('relevance'), 0.0683);
+    assert.equal(v('format'), 0);
+    assert.equal(v('count'), 1);
+    assert.equal(v('accuracy'), 0.5);
+    // Two samples: -0.1530 and the FORMAT INVALID one, 0.0.
+    assert.equal(v('total'), -0.0765);
+    assert.equal(v('format_valid'), 0.5);
+    assert.equal(run.rollouts?.k, 4);
+    assert.deepEqual(run.settings, { targetAccuracy: 0.6, weights: { boundary: 1, relevance: 0.2 } });
+  });
+
+  test('BAR-RAG generator debug log', () => {
+    const run = one('barrag-debug/reward_debug_7737.log');
+    const r = run.rounds[0]!;
+    assert.equal(r.role, 'generator');
+    assert.equal(r.series['samples']!.last, 2);
+    assert.equal(r.series['accuracy']!.mean, 0.5);
+  });
+
+  test('the whole folder in one call: one document, every file read, nothing malformed', () => {
+    const { status, doc } = analyzeJson([REAL_LOGS]);
+    assert.equal(status, 0);
+    const files = doc.runs.flatMap((r) => r.files);
+    assert.equal(files.length, 8);
+    assert.equal(files.reduce((a, f) => a + f.malformed, 0), 0);
+  });
+});
