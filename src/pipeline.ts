@@ -83,7 +83,7 @@ export class Pipeline {
     const { run, created } = this.registry.ensure(src.place.run);
     const log = this.opts.log;
     if (created) log.info({ run: run.id }, 'discovered run');
-    const ctx = { role: src.place.role, round: src.place.round, format };
+    const ctx = { role: src.place.role, round: src.place.round, format, file: src.file };
     for (const rec of records) {
       const d = run.apply(rec, ctx, now);
       if (d === null) continue;

@@ -14,6 +14,8 @@ export interface RoundJSON {
   lastSeen: number | null;
   lastTime: number | null;
   droppedSeries: number;
+  duplicates: number;
+  owners: Record<string, string>;
   arrivals: HistoryJSON;
   series: Record<string, SeriesJSON>;
 }
@@ -33,6 +35,13 @@ export class RoundState {
   /** The latest time the trainer itself wrote into a record, when it writes one. */
   lastTime: number | null = null;
   droppedSeries = 0;
+  /**
+   * Each series is read from one file: the first that wrote it (a selector's reward_history.jsonl
+   * and its train.log often log the same numbers). Values of that series from other files are
+   * counted here and dropped, so nothing is counted twice.
+   */
+  duplicates = 0;
+  private readonly owners = new Map<string, string>();
   /** (step, arrival ms) of recent records: how often this round usually writes. */
   arrivals = new History(64);
   readonly series = new Map<string, SeriesStats>();
@@ -47,16 +56,20 @@ export class RoundState {
     return roundKey(this.role, this.round);
   }
 
-  /** Applies one step's values; returns the names of series seen for the first time. */
-  apply(rec: MetricRecord & { step: number }, now: number): string[] {
+  /**
+   * Applies one step's values from `source` (a file); returns the names of series seen for the
+   * first time. `steps` counts distinct steps: a step past the highest seen so far.
+   */
+  apply(rec: MetricRecord & { step: number }, now: number, source: string): string[] {
     const fresh: string[] = [];
     this.records++;
-    if (rec.step !== this.lastStep) {
+    if (this.lastStep === null || rec.step > this.lastStep) {
       this.steps++;
       this.arrivals.push(rec.step, now);
+      this.lastStep = rec.step;
     }
     this.firstStep ??= rec.step;
-    this.lastStep = rec.step;
+    if (rec.step < this.firstStep) this.firstStep = rec.step;
     this.firstSeen ??= now;
     this.lastSeen = now;
     if (rec.time !== undefined) this.lastTime = rec.time;
@@ -69,7 +82,11 @@ export class RoundState {
         }
         s = new SeriesStats(this.opts);
         this.series.set(name, s);
+        this.owners.set(name, source);
         fresh.push(name);
+      } else if (this.owners.get(name) !== source) {
+        this.duplicates++;
+        continue;
       }
       s.add(rec.step, rec.values[name]!);
     }
@@ -90,6 +107,8 @@ export class RoundState {
       lastSeen: this.lastSeen,
       lastTime: this.lastTime,
       droppedSeries: this.droppedSeries,
+      duplicates: this.duplicates,
+      owners: Object.fromEntries(this.owners),
       arrivals: this.arrivals.toJSON(),
       series,
     };
@@ -105,6 +124,8 @@ export class RoundState {
     r.lastSeen = j.lastSeen;
     r.lastTime = j.lastTime;
     r.droppedSeries = j.droppedSeries;
+    r.duplicates = j.duplicates ?? 0;
+    for (const [k, v] of Object.entries(j.owners ?? {})) r.owners.set(k, v);
     r.arrivals = History.from(j.arrivals);
     for (const [k, v] of Object.entries(j.series)) r.series.set(k, SeriesStats.from(v, opts));
     return r;

@@ -9,6 +9,8 @@ export interface RecordContext {
   role: Role;
   round: number | null;
   format: FormatId;
+  /** The file the record came from. */
+  file: string;
 }
 
 /** What a record changed that is worth a log line. */
@@ -74,7 +76,7 @@ export class RunState {
           created = true;
         }
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
-        const fresh = round.apply({ ...rec, step }, now);
+        const fresh = round.apply({ ...rec, step }, now, ctx.file);
         if (!created && fresh.length === 0) return null;
         const d: Discovery = {};
         if (created) d.round = round;

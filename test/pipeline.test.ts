@@ -1,0 +1,108 @@
+/** The read path: restarts that resume from saved state give the same statistics as one pass. */
+import assert from 'node:assert/strict';
+import { appendFileSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { DEFAULT_PARSER_OPTIONS } from '../src/parsers/types.js';
+import { Pipeline } from '../src/pipeline.js';
+import { DEFAULT_STATS } from '../src/runs/series.js';
+import { discover } from '../src/sources/discover.js';
+import { loadState, writeAtomic, type StateFile } from '../src/sources/checkpoint.js';
+import { DEFAULT_TAIL } from '../src/sources/tailer.js';
+import { silentLogger } from '../src/log.js';
+import { tempDir } from './helpers/fs.js';
+import { writeRun } from './helpers/run.js';
+import { firstDiff } from './helpers/diff.js';
+
+const opts = () => ({ parser: DEFAULT_PARSER_OPTIONS, tail: DEFAULT_TAIL, stats: DEFAULT_STATS, now: () => 1_000_000, log: silentLogger() });
+
+async function ingest(p: Pipeline, root: string): Promise<void> {
+  const found = await discover([root]);
+  for (const f of found.files) {
+    p.track(f.file, f.kind, f.place);
+    await p.drain(f.file);
+  }
+}
+
+describe('pipeline', () => {
+  test('a canonical run: rounds, filter histogram, settings and signal shares', async () => {
+    const dir = tempDir();
+    writeRun(dir, 2, 50);
+    const p = new Pipeline(opts());
+    await ingest(p, dir);
+    const run = p.registry.get(dir)!;
+    assert.deepEqual(run.orderedRounds().map((r) => `${r.role}${r.round}:${r.steps}`), ['selector1:50', 'generator1:50', 'selector2:50', 'generator2:50']);
+    assert.equal(run.filter.preN, 6);
+    assert.equal(run.filter.postN, 4);
+    assert.equal(run.filter.boundaryPre, 3);
+    assert.equal(run.filter.boundaryPost, 3);
+    assert.equal(run.filter.before, 6);
+    assert.deepEqual(run.settings, { easyThreshold: 0.8, unsolvableThreshold: 0.2, varMin: 0.02, rollouts: 10, weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 }, targetAccuracy: 0.5 });
+    assert.equal(run.rollouts?.k, 10);
+    const sel = run.round('selector', 1)!;
+    assert.deepEqual(run.orderedRounds().map((r) => r.steps), [50, 50, 50, 50], JSON.stringify(run.orderedRounds().map((r) => [r.key, r.steps, r.records])));
+    // reward_history.jsonl and train.log both log it: read once, from the first file.
+    assert.equal(sel.series.get('boundary')!.summary.n, 50);
+    assert.equal(sel.duplicates, 100); // boundary and rollouts, 50 steps each
+  });
+
+  test('resuming from saved state equals one uninterrupted pass', async () => {
+    const whole = tempDir();
+    writeRun(whole, 2, 300);
+    // The same run, written in two halves with a restart between them.
+    const split = tempDir();
+    writeRun(split, 2, 300);
+    const files = (await discover([split])).files.map((f) => f.file);
+    const full = new Map(files.map((f) => [f, readFileSync(f, 'utf8')]));
+    for (const f of files) {
+      const text = full.get(f)!;
+      writeFileSync(f, text.slice(0, Math.floor(text.length * 0.4))); // cuts mid-line
+    }
+    const a = new Pipeline(opts());
+    await ingest(a, split);
+    const statePath = path.join(split, 'state.json');
+    await writeAtomic(statePath, JSON.stringify(a.state()));
+    await a.close();
+    for (const f of files) {
+      const text = full.get(f)!;
+      appendFileSync(f, text.slice(Math.floor(text.length * 0.4)));
+    }
+    const { state } = await loadState(statePath);
+    const b = new Pipeline(opts(), state);
+    await ingest(b, split);
+    const c = new Pipeline(opts());
+    await ingest(c, whole);
+    const norm = (s: StateFile['runs'], root: string): unknown => JSON.parse(JSON.stringify(s).split(root).join('<run>'));
+    assert.equal(firstDiff(norm(b.registry.toJSON(), split), norm(c.registry.toJSON(), whole)), null);
+  });
+
+  test('malformed lines are counted per file and skipped; the good lines around them count', async () => {
+    const dir = tempDir();
+    const sel = path.join(dir, 'outputs', 'selector_round1');
+    mkdirSync(sel, { recursive: true });
+    writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.1}\n{"step": 2, "boundary": \n{"step": 3, "boundary": 0.3}\nnot json\n{"step": 4, "boundary": NaN}\n');
+    const p = new Pipeline(opts());
+    await ingest(p, dir);
+    const src = [...p.sources.values()][0]!;
+    assert.equal(src.counters.malformed, 2);
+    assert.equal(src.counters.lines, 5);
+    const b = p.registry.get(dir)!.round('selector', 1)!.series.get('boundary')!;
+    assert.equal(b.summary.n, 2);
+    assert.equal(b.nonfinite.count, 1);
+    assert.equal(b.nonfinite.firstStep, 4);
+  });
+
+  test('a corrupt state file is moved aside and reading starts over', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'state.json');
+    writeFileSync(file, '{"version": 1, "files": {');
+    const { state, problems } = await loadState(file, Date.parse('2026-11-30T00:00:00Z'));
+    assert.equal(state, null);
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /unusable \(not valid JSON \(25 bytes\)\); moved to .*state\.json\.corrupt-2026-11-30T00-00-00-000Z; rebuilding from the logs/);
+    // A complete temp file (crash between fsync and rename) wins.
+    writeFileSync(file + '.tmp', JSON.stringify({ version: 1, savedAt: 'x', files: {}, runs: [] }));
+    const again = await loadState(file);
+    assert.deepEqual(again.state, { version: 1, savedAt: 'x', files: {}, runs: [] });
+  });
+});

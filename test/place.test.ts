@@ -1,0 +1,25 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { placeFile } from '../src/sources/place.js';
+
+test('role, round and run folder from the path (SPEC 3.1)', () => {
+  const cases: [string, ReturnType<typeof placeFile>][] = [
+    ['/runs/a/outputs/selector_round3/train.log', { run: '/runs/a', role: 'selector', round: 3 }],
+    ['/runs/a/outputs/generator_round2/reward_history.jsonl', { run: '/runs/a', role: 'generator', round: 2 }],
+    ['/runs/b/outputs/selector-round-3/train.log', { run: '/runs/b', role: 'selector', round: 3 }],
+    ['/runs/c/outputs/round3/selector/train.log', { run: '/runs/c', role: 'selector', round: 3 }],
+    ['/runs/d/configs/reward_config.yaml', { run: '/runs/d', role: 'unknown', round: null }],
+    ['/runs/e/debug_logs/selector_reward_debug_1.log', { run: '/runs/e', role: 'selector', round: null }],
+    ['/runs/f/train.log', { run: '/runs/f', role: 'unknown', round: null }],
+    ['/deep/x/y/run7/logs/train.log', { run: '/deep/x/y/run7', role: 'unknown', round: null }],
+  ];
+  for (const [file, want] of cases) {
+    const kind = file.endsWith('.yaml') ? 'run-config' : file.includes('selector_reward_debug') ? 'selector-debug' : file.endsWith('.jsonl') ? 'jsonl' : 'text';
+    assert.deepEqual(placeFile(file, kind), want, file);
+  }
+});
+
+test('a single file named on the command line is its own run unless its folders say otherwise', () => {
+  assert.deepEqual(placeFile('/tmp/verl.log', 'text', true), { run: '/tmp/verl.log', role: 'unknown', round: null });
+  assert.deepEqual(placeFile('/r/outputs/selector_round1/train.log', 'text', true), { run: '/r', role: 'selector', round: 1 });
+});
