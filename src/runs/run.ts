@@ -35,7 +35,7 @@ export class RunState {
   settings: RunSettings = {};
   /** The latest rollout count K announced by a log line. */
   rollouts: { k: number; role: Role; round: number | null } | null = null;
-  /** Records read per format: the run's format is the one with most. */
+  /** Metric records read per format: the run's format is the one with most. */
   formats: Partial<Record<FormatId, number>> = {};
 
   constructor(
@@ -64,9 +64,9 @@ export class RunState {
   }
 
   apply(rec: ParsedRecord, ctx: RecordContext, now: number): Discovery | null {
-    this.formats[ctx.format] = (this.formats[ctx.format] ?? 0) + 1;
     switch (rec.kind) {
       case 'metrics': {
+        this.formats[ctx.format] = (this.formats[ctx.format] ?? 0) + 1;
         const key = roundKey(ctx.role, ctx.round);
         let round = this.rounds.get(key);
         let created = false;

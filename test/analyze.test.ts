@@ -1,0 +1,86 @@
+/** `barwatch analyze`: the JSON document of SPEC 5, the text report and the exit statuses. */
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { analyzeJson, barwatch } from './helpers/cli.js';
+import { tempDir } from './helpers/fs.js';
+import { writeRun } from './helpers/run.js';
+
+describe('barwatch analyze', () => {
+  test('a root of many runs at any depth: one JSON document, rounds in order, series statistics', () => {
+    const root = tempDir();
+    writeRun(path.join(root, 'a'), 2, 40);
+    writeRun(path.join(root, 'team', 'deep', 'b'), 1, 10);
+    const { status, doc, stderr } = analyzeJson([root]);
+    assert.equal(status, 0, stderr);
+    assert.equal(doc.version, 1);
+    assert.deepEqual(doc.runs.map((r) => r.run), [path.join(root, 'a'), path.join(root, 'team', 'deep', 'b')]);
+    const a = doc.runs[0]!;
+    assert.equal(a.format, 'reward-history');
+    assert.deepEqual(a.rounds.map((r) => [r.role, r.round, r.steps]), [['selector', 1, 40], ['generator', 1, 40], ['selector', 2, 40], ['generator', 2, 40]]);
+    const b = a.rounds[0]!.series['boundary']!;
+    assert.equal(b.n, 40);
+    assert.ok(Math.abs(b.mean! - (0.4 + 0.001 * 20.5)) < 1e-12);
+    assert.equal(b.window.n, 40);
+    assert.equal(b.last_step, 40);
+    assert.deepEqual(a.findings, []);
+    assert.equal(a.filter?.['boundary_share_before'], 0.5);
+    assert.equal(a.filter?.['boundary_share_after'], 0.75);
+    const share = a.rounds[0]!.signal_share!.share;
+    assert.ok(share['boundary'] !== undefined && Object.values(share).reduce((x, y) => x + y, 0) > 0.999);
+  });
+
+  test('text output names runs, rounds and key series with a sparkline', () => {
+    const root = tempDir();
+    writeRun(path.join(root, 'a'), 1, 30);
+    const r = barwatch(['analyze', root]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`^${path.join(root, 'a')}$`, 'm'));
+    assert.match(r.stdout, /selector round 1: 30 step\(s\), steps 1-30/);
+    assert.match(r.stdout, /boundary +mean 0\.41[56] sd 0\.009 +last 30: 0\.41[56]±0\.009 +[▁▂▃▄▅▆▇█]{24}/);
+    assert.match(r.stdout, /filter: boundary share 50% before, 75% after \(6 questions read, 6 -> 4 questions\)/);
+    assert.match(r.stdout, /findings: none/);
+  });
+
+  test('exit 2 with a message on stderr for a missing path, a folder without logs, a bad option', () => {
+    const empty = tempDir();
+    const missing = barwatch(['analyze', path.join(empty, 'nope')]);
+    assert.equal(missing.status, 2);
+    assert.equal(missing.stdout, '');
+    assert.match(missing.stderr, /nope: no such file or folder/);
+    const none = barwatch(['analyze', empty]);
+    assert.equal(none.status, 2);
+    assert.match(none.stderr, /no training logs found under/);
+    const badFormat = barwatch(['analyze', empty, '--format', 'yaml']);
+    assert.equal(badFormat.status, 2);
+    assert.match(badFormat.stderr, /yaml.*is invalid|Allowed choices/);
+    const noArgs = barwatch(['analyze']);
+    assert.equal(noArgs.status, 2);
+    const badConfig = barwatch(['analyze', empty, '--config', path.join(empty, 'missing.yaml')]);
+    assert.equal(badConfig.status, 2);
+    assert.match(badConfig.stderr, /missing\.yaml: cannot read the file \(ENOENT\)/);
+  });
+
+  test('malformed lines are counted per file and reported, and the rest is read', () => {
+    const root = tempDir();
+    const sel = path.join(root, 'outputs', 'selector_round1');
+    mkdirSync(sel, { recursive: true });
+    writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.4}\n{"step": 2,\n\u0000\u0001binary\n{"step": 3, "boundary": 0.6}\n');
+    const { status, doc } = analyzeJson([root]);
+    assert.equal(status, 0);
+    assert.equal(doc.runs[0]!.files[0]!.malformed, 2);
+    assert.equal(doc.runs[0]!.rounds[0]!.series['boundary']!.n, 2);
+    const text = barwatch(['analyze', root]);
+    assert.match(text.stdout, /2 malformed line\(s\) skipped/);
+  });
+
+  test('a key map from the config renames a trainer key to a component', () => {
+    const root = tempDir();
+    writeFileSync(path.join(root, 'train.log'), 'step=1 my_bdy=0.4\nstep=2 my_bdy=0.5\n');
+    const cfg = path.join(root, 'c.yaml');
+    writeFileSync(cfg, 'parse:\n  key_map: {my_bdy: boundary}\n');
+    const { doc } = analyzeJson([path.join(root, 'train.log')], ['--config', cfg]);
+    assert.equal(doc.runs[0]!.rounds[0]!.series['boundary']!.n, 2);
+  });
+});

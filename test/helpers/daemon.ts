@@ -1,0 +1,58 @@
+/** Runs `barwatch watch` as a real process and reads its JSON log lines. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BIN } from './fs.js';
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export class DaemonProcess {
+  readonly logs: LogLine[] = [];
+  readonly child: ChildProcess;
+  private stderrRest = '';
+  readonly exited: Promise<number | null>;
+
+  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+    this.child = spawn(process.execPath, [BIN, 'watch', ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stderr!.setEncoding('utf8');
+    this.child.stderr!.on('data', (chunk: string) => {
+      const text = this.stderrRest + chunk;
+      const lines = text.split('\n');
+      this.stderrRest = lines.pop()!;
+      for (const l of lines) {
+        if (l.trim() === '') continue;
+        try {
+          this.logs.push(JSON.parse(l) as LogLine);
+        } catch {
+          this.logs.push({ level: 60, msg: `(not JSON) ${l}` });
+        }
+      }
+    });
+    this.child.stdout!.resume();
+    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+  }
+
+  /** Waits until a log line satisfies `pred`; throws with the log after `timeoutMs`. */
+  async waitFor(pred: (l: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> {
+    const end = Date.now() + timeoutMs;
+    while (Date.now() < end) {
+      const hit = this.logs.find(pred);
+      if (hit !== undefined) return hit;
+      await sleep(25);
+    }
+    throw new Error(`timed out; log so far:\n${this.logs.map((l) => JSON.stringify(l)).join('\n')}`);
+  }
+
+  /** Sends SIGTERM and waits for the exit code. */
+  async stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+}

@@ -1,0 +1,99 @@
+/** `barwatch watch` as a real process, with a real writer process appending while it runs. */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import type { StateFile } from '../src/sources/checkpoint.js';
+import { DaemonProcess, type LogLine } from './helpers/daemon.js';
+import { tempDir } from './helpers/fs.js';
+
+/** A writer process: appends `n` selector lines to `file`, `perSecond` a second, then exits. */
+function writer(file: string, first: number, n: number, perSecond: number): Promise<void> {
+  const script = `
+    const fs = require('node:fs');
+    const [file, first, n, rate] = process.argv.slice(1);
+    let i = Number(first);
+    const end = i + Number(n);
+    const t = setInterval(() => {
+      const line = JSON.stringify({ step: i, boundary: 0.5 + 0.01 * Math.sin(i), accuracy: 0.45, format: 1 }) + '\\n';
+      fs.appendFileSync(file, line.slice(0, 20));
+      fs.appendFileSync(file, line.slice(20));
+      if (++i >= end) { clearInterval(t); }
+    }, 1000 / Number(rate));`;
+  const child = spawn(process.execPath, ['-e', script, file, String(first), String(n), String(perSecond)], { stdio: 'inherit' });
+  return new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))));
+}
+
+const status = (records: number) => (l: LogLine): boolean => typeof l['records'] === 'number' && (l['records'] as number) >= records && l.msg.startsWith('status:');
+
+function config(dir: string): string {
+  const file = path.join(dir, 'barwatch.yaml');
+  writeFileSync(file, `state_dir: ${path.join(dir, 'state')}\nwatch:\n  status_interval: 200ms\n  checkpoint_interval: 200ms\nlog:\n  format: json\n  level: debug\n`);
+  return file;
+}
+
+describe('barwatch watch', () => {
+  test('records arrive while a writer appends; a new round is discovered; SIGTERM saves state; a restart resumes without repeats', async () => {
+    const dir = tempDir();
+    const run = path.join(dir, 'runs', 'run1');
+    const r1 = path.join(run, 'outputs', 'selector_round1');
+    mkdirSync(r1, { recursive: true });
+    writeFileSync(path.join(r1, 'reward_history.jsonl'), '');
+    const cfg = config(dir);
+
+    const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
+    await d.waitFor((l) => l.msg === 'watching');
+    await d.waitFor((l) => l.msg.startsWith('status:'));
+    await writer(path.join(r1, 'reward_history.jsonl'), 1, 60, 200);
+    await d.waitFor(status(60));
+    const round = await d.waitFor((l) => l.msg === 'discovered round');
+    assert.equal(round['run'], run);
+    assert.equal(round['role'], 'selector');
+    assert.equal(round['round'], 1);
+    const series = await d.waitFor((l) => l.msg.startsWith('discovered') && Array.isArray(l['series']));
+    assert.deepEqual(series['series'], ['boundary', 'accuracy', 'format']);
+
+    // A round that appears while the daemon runs.
+    const r2 = path.join(run, 'outputs', 'selector_round2');
+    mkdirSync(r2, { recursive: true });
+    await writer(path.join(r2, 'reward_history.jsonl'), 1, 20, 200);
+    const r2log = await d.waitFor((l) => l.msg === 'discovered round' && l['round'] === 2);
+    assert.equal(r2log['run'], run);
+    await d.waitFor(status(80));
+    assert.equal(await d.stop(), 0);
+    assert.ok(d.logs.some((l) => l.msg === 'stopped; state saved'));
+
+    const state = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as StateFile;
+    const steps = Object.fromEntries(state.runs[0]!.rounds.map((r) => [`${r.role}${r.round}`, r.steps]));
+    assert.deepEqual(steps, { selector1: 60, selector2: 20 });
+
+    // Restart: nothing is read twice; new lines continue the count.
+    const again = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
+    await again.waitFor((l) => l.msg === 'resuming from saved state');
+    await again.waitFor(status(80));
+    await writer(path.join(r1, 'reward_history.jsonl'), 61, 10, 200);
+    await again.waitFor(status(90));
+    assert.equal(await again.stop(), 0);
+    const after = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as StateFile;
+    const r1state = after.runs[0]!.rounds.find((r) => r.round === 1)!;
+    assert.equal(r1state.steps, 70);
+    assert.equal(r1state.series['boundary']!.summary.n, 70);
+    assert.ok(!again.logs.some((l) => l.level >= 50), 'no error was logged');
+  });
+
+  test('with no config and no path: the current folder is the run, only its run folders are read', async () => {
+    const run = tempDir();
+    mkdirSync(path.join(run, 'outputs', 'generator_round1'), { recursive: true });
+    writeFileSync(path.join(run, 'outputs', 'generator_round1', 'reward_history.jsonl'), '{"step": 1, "reward": 0.5, "accuracy": 0.4}\n');
+    writeFileSync(path.join(run, 'unrelated.log'), 'step=1 reward=9\n');
+    const d = new DaemonProcess([], { cwd: run });
+    await d.waitFor((l) => l.msg === 'discovered round' && l['role'] === 'generator');
+    await d.waitFor(status(1));
+    assert.equal(await d.stop(), 0);
+    assert.ok(existsSync(path.join(run, '.barwatch', 'state.json')));
+    const state = JSON.parse(readFileSync(path.join(run, '.barwatch', 'state.json'), 'utf8')) as StateFile;
+    assert.deepEqual(Object.keys(state.files), [path.join(run, 'outputs', 'generator_round1', 'reward_history.jsonl')]);
+    assert.equal(state.runs[0]!.id, run);
+  });
+});
