@@ -1,0 +1,2 @@
+/** `npm run bench`: every benchmark in turn. */
+await import('./ingest.js');
