@@ -234,27 +234,33 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     }
   };
 
+  /**
+   * A secret from exactly one place: the config itself (`key`), a file (`key_file`), or the
+   * environment variable `envName`. `required` adds a problem when none of them is set.
+   */
+  const secret = (section: string, key: string, direct: string | undefined, file: string | undefined, envName: string, required: boolean): Secret | undefined => {
+    if (direct !== undefined && file !== undefined) {
+      problems.push({ file: name, key: section, message: `at most one of ${key} and ${key}_file may be set` });
+      return undefined;
+    }
+    if (direct !== undefined) return new Secret(direct, 'config');
+    if (file !== undefined) return readSecretFile(`${section}.${key}_file`, file);
+    const fromEnv = env[envName];
+    if (fromEnv) return new Secret(fromEnv, `env ${envName}`);
+    if (required) problems.push({ file: name, key: section, message: `needs ${key}, ${key}_file or the environment variable ${envName}` });
+    return undefined;
+  };
+
   const notify: Config['notify'] = {};
   const slack = raw.notify.slack;
   if (slack !== undefined) {
-    let url: Secret | undefined;
-    if (slack.webhook_url !== undefined && slack.webhook_url_file !== undefined) {
-      problems.push({ file: name, key: 'notify.slack', message: 'at most one of webhook_url and webhook_url_file may be set' });
-    } else if (slack.webhook_url !== undefined) url = new Secret(slack.webhook_url, 'config');
-    else if (slack.webhook_url_file !== undefined) url = readSecretFile('notify.slack.webhook_url_file', slack.webhook_url_file);
-    else if (env['BARWATCH_SLACK_WEBHOOK_URL']) url = new Secret(env['BARWATCH_SLACK_WEBHOOK_URL'], 'env BARWATCH_SLACK_WEBHOOK_URL');
-    else problems.push({ file: name, key: 'notify.slack', message: 'needs webhook_url, webhook_url_file or the environment variable BARWATCH_SLACK_WEBHOOK_URL' });
+    const url = secret('notify.slack', 'webhook_url', slack.webhook_url, slack.webhook_url_file, 'BARWATCH_SLACK_WEBHOOK_URL', true);
     if (url !== undefined) notify.slack = { webhookUrl: url };
   }
   const email = raw.notify.email;
   if (email !== undefined) {
     const smtp = email.smtp;
-    let pass: Secret | undefined;
-    if (smtp.pass !== undefined && smtp.pass_file !== undefined) {
-      problems.push({ file: name, key: 'notify.email.smtp', message: 'at most one of pass and pass_file may be set' });
-    } else if (smtp.pass !== undefined) pass = new Secret(smtp.pass, 'config');
-    else if (smtp.pass_file !== undefined) pass = readSecretFile('notify.email.smtp.pass_file', smtp.pass_file);
-    else if (env['BARWATCH_SMTP_PASS']) pass = new Secret(env['BARWATCH_SMTP_PASS'], 'env BARWATCH_SMTP_PASS');
+    const pass = secret('notify.email.smtp', 'pass', smtp.pass, smtp.pass_file, 'BARWATCH_SMTP_PASS', false);
     if (pass !== undefined && smtp.user === undefined) {
       problems.push({ file: name, key: 'notify.email.smtp.user', message: 'is required when a password is given' });
     }
