@@ -1,7 +1,7 @@
 /** `barwatch watch` as a real process, with a real writer process appending while it runs. */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { StateFile } from '../src/sources/checkpoint.js';
@@ -95,5 +95,21 @@ describe('barwatch watch', () => {
     const state = JSON.parse(readFileSync(path.join(run, '.barwatch', 'state.json'), 'utf8')) as StateFile;
     assert.deepEqual(Object.keys(state.files), [path.join(run, 'outputs', 'generator_round1', 'reward_history.jsonl')]);
     assert.equal(state.runs[0]!.id, run);
+  });
+
+  test('a symlink loop under a watched root is reported once and not followed; the run is read once', async () => {
+    const dir = tempDir();
+    const sel = path.join(dir, 'runs', 'run1', 'outputs', 'selector_round1');
+    mkdirSync(sel, { recursive: true });
+    writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.5}\n{"step": 2, "boundary": 0.6}\n');
+    symlinkSync('..', path.join(dir, 'runs', 'run1', 'outputs', 'loop'));
+    const d = new DaemonProcess([path.join(dir, 'runs'), '--config', config(dir)]);
+    await d.waitFor(status(2));
+    assert.equal(await d.stop(), 0);
+    const loops = d.logs.filter((l) => l['code'] === 'ELOOP');
+    assert.equal(loops.length, 1, JSON.stringify(loops));
+    assert.equal(loops[0]!['path'], path.join(dir, 'runs', 'run1', 'outputs', 'loop'));
+    const runs = d.logs.filter((l) => l.msg === 'discovered run');
+    assert.deepEqual(runs.map((l) => l['run']), [path.join(dir, 'runs', 'run1')]);
   });
 });

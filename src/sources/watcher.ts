@@ -4,7 +4,7 @@
  * `awaitWriteFinish` is off: training logs grow forever.
  */
 import path from 'node:path';
-import type { Stats } from 'node:fs';
+import { realpathSync, type Stats } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { classifyFile } from '../parsers/index.js';
 import { skipDir } from './discover.js';
@@ -40,11 +40,38 @@ export function isIgnored(p: string, stats: Stats | undefined, opts: WatcherOpti
   return skipDir(name);
 }
 
+/**
+ * Folders reached twice through symlinks (a loop, or two links to one folder) are watched once:
+ * the first path to a real folder wins and the others are ignored, reported once each.
+ */
+export function folderGuard(onRepeat: (dir: string, real: string) => void): (dir: string) => boolean {
+  const seen = new Map<string, string>();
+  return (dir: string): boolean => {
+    let real: string;
+    try {
+      real = realpathSync(dir);
+    } catch {
+      return false;
+    }
+    const first = seen.get(real);
+    if (first === undefined) {
+      seen.set(real, dir);
+      return false;
+    }
+    if (first === dir) return false;
+    onRepeat(dir, real);
+    return true;
+  };
+}
+
 export function startWatcher(
   opts: WatcherOptions,
   onEvent: (event: WatchEvent, file: string) => void,
   onError: (err: Error) => void,
 ): Promise<FSWatcher> {
+  const repeated = folderGuard((dir, real) => {
+    onError(Object.assign(new Error(`${dir} leads back to ${real} (symlink loop or repeated folder); not followed`), { code: 'ELOOP', path: dir }));
+  });
   const w = watch(
     opts.roots.map((r) => r.path),
     {
@@ -57,7 +84,7 @@ export function startWatcher(
       atomic: false,
       awaitWriteFinish: false,
       ignorePermissionErrors: false,
-      ignored: (p: string, stats?: Stats) => isIgnored(p, stats, opts),
+      ignored: (p: string, stats?: Stats) => isIgnored(p, stats, opts) || (stats?.isDirectory() === true && repeated(path.resolve(p))),
     },
   );
   w.on('add', (p) => onEvent('add', path.resolve(p)));
