@@ -1,6 +1,7 @@
 /** The read path: restarts that resume from saved state give the same statistics as one pass. */
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { pino } from 'pino';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { DEFAULT_PARSER_OPTIONS } from '../src/parsers/types.js';
@@ -104,5 +105,26 @@ describe('pipeline', () => {
     writeFileSync(file + '.tmp', JSON.stringify({ version: 1, savedAt: 'x', files: {}, runs: [] }));
     const again = await loadState(file);
     assert.deepEqual(again.state, { version: 1, savedAt: 'x', files: {}, runs: [] });
+  });
+
+  test('a file that cannot be read is reported once per cause, survived, and read when it recovers', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'train.log');
+    mkdirSync(file); // a folder where a log should be: every read fails the same way
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(s) });
+    const p = new Pipeline({ ...opts(), log });
+    p.track(file, 'text', { run: dir, role: 'unknown', round: null });
+    for (let i = 0; i < 5; i++) assert.equal(await p.poll(file), 'idle');
+    const warned = lines.map((l) => JSON.parse(l) as { msg: string; file: string }).filter((l) => l.msg.startsWith('cannot read file'));
+    assert.equal(warned.length, 1);
+    assert.equal(warned[0]!.file, file);
+    assert.equal(p.failures().get(file), 'ENOTFILE');
+    rmSync(file, { recursive: true });
+    writeFileSync(file, 'step=1 reward=0.5\n');
+    await p.drain(file);
+    assert.equal(p.failures().size, 0);
+    assert.ok(lines.some((l) => l.includes('file readable again')));
+    assert.equal(p.registry.get(dir)!.round('unknown', null)!.steps, 1);
   });
 });
