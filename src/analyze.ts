@@ -2,7 +2,8 @@
 import type { Config } from './config/load.js';
 import type { Logger } from './log.js';
 import { Pipeline } from './pipeline.js';
-import type { Finding } from './report/json.js';
+import { DetectorEngine } from './detectors/engine.js';
+import { SEVERITY_RANK, type Finding } from './detectors/types.js';
 import type { RunState } from './runs/run.js';
 import { discover } from './sources/discover.js';
 import type { FileSource } from './sources/file-source.js';
@@ -30,13 +31,19 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
   if (found.files.length === 0) {
     throw new InputError(`no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, trainer_state.json, configs/*.yaml)`);
   }
-  const pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now, log });
+  const engine = new DetectorEngine(config.detectors);
+  const pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now, log, engine });
   for (const f of found.files) {
     pipeline.track(f.file, f.kind, f.place);
     await pipeline.drain(f.file);
   }
   pipeline.finish();
   await pipeline.close();
+  // With everything read: cross-file conditions and the clock (stale-run).
+  for (const run of pipeline.registry.all()) engine.evaluate(run, pipeline.detectContext(true));
+  const findings = engine.findings().sort(
+    (a, b) => (a.run < b.run ? -1 : a.run > b.run ? 1 : 0) || SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity] || (a.round ?? 0) - (b.round ?? 0) || (a.detector < b.detector ? -1 : 1),
+  );
   const filesByRun = new Map<string, FileSource[]>();
   for (const src of pipeline.sources.values()) {
     const list = filesByRun.get(src.place.run) ?? [];
@@ -44,5 +51,5 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
     filesByRun.set(src.place.run, list);
   }
   for (const [file, code] of pipeline.failures()) found.problems.push({ path: file, message: `cannot read (${code})` });
-  return { runs: pipeline.registry.all(), filesByRun, findings: [], problems: found.problems, pipeline };
+  return { runs: pipeline.registry.all(), filesByRun, findings, problems: found.problems, pipeline };
 }

@@ -7,6 +7,8 @@ import path from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import type { Config } from './config/load.js';
 import type { Logger } from './log.js';
+import { AlertLog } from './alerting/console.js';
+import { DetectorEngine, type Transition } from './detectors/engine.js';
 import { classifyFile } from './parsers/index.js';
 import { Pipeline } from './pipeline.js';
 import { loadState, writeAtomic } from './sources/checkpoint.js';
@@ -22,8 +24,10 @@ export interface DaemonOptions {
   now?: () => number;
   /** Watch the single run in `config.watch.roots[0]`: only its DEFAULT_RUN_FOLDERS. */
   singleRun?: boolean;
-  /** Re-check every followed file this often, in case a file event was missed. */
+  /** Re-check every followed file this often, in case a file event was missed; time-based detectors run then too. */
   sweepIntervalMs?: number;
+  /** Where console alerts go (stdout). */
+  alertStream?: NodeJS.WritableStream;
 }
 
 export const STATE_FILE = 'state.json';
@@ -38,10 +42,34 @@ export class Daemon {
   private checkpointError: string | null = null;
   private readonly now: () => number;
   private readonly log: Logger;
+  private readonly engine: DetectorEngine;
+  private readonly alerts: AlertLog;
+  private alertError: string | null = null;
 
   constructor(private readonly opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log;
+    this.engine = new DetectorEngine(opts.config.detectors);
+    this.alerts = new AlertLog(opts.config.stateDir, opts.alertStream ?? process.stdout, this.now);
+  }
+
+  /** Findings that hold now. */
+  findings(): ReturnType<DetectorEngine['findings']> {
+    return this.engine.findings();
+  }
+
+  private onTransitions(ts: Transition[]): void {
+    for (const t of ts) {
+      const f = t.finding;
+      const level = t.kind === 'resolved' ? 'info' : f.severity === 'info' ? 'info' : 'warn';
+      this.log[level]({ run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind }, `${t.kind}: ${f.detector}: ${f.message}`);
+    }
+    const err = this.alerts.record(ts);
+    const code = err === null ? null : ((err as NodeJS.ErrnoException).code ?? 'error');
+    if (code !== this.alertError) {
+      if (code !== null) this.log.error({ file: this.alerts.file, code }, `cannot append to the alert log (${code}); alerts still go to the console`);
+      this.alertError = code;
+    }
   }
 
   get statePath(): string {
@@ -61,7 +89,10 @@ export class Daemon {
     const loaded = await loadState(this.statePath, this.now());
     for (const p of loaded.problems) this.log.warn({ stateDir: config.stateDir }, p);
     if (loaded.state !== null) this.log.info({ files: Object.keys(loaded.state.files).length, runs: loaded.state.runs.length, savedAt: loaded.state.savedAt }, 'resuming from saved state');
-    this.pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now: this.now, log: this.log }, loaded.state);
+    this.pipeline = new Pipeline(
+      { parser: config.parser, tail: config.tail, stats: config.stats, now: this.now, log: this.log, engine: this.engine, live: true, onTransitions: (t) => this.onTransitions(t) },
+      loaded.state,
+    );
 
     const roots: WatchRoot[] = config.watch.roots.map((p, i) =>
       this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
@@ -87,7 +118,7 @@ export class Daemon {
     await this.checkpoint();
     this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
     this.every(config.watch.statusIntervalMs, () => this.status());
-    this.every(this.opts.sweepIntervalMs ?? 10_000, () => this.sweep());
+    this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
     this.status();
   }
 
@@ -147,6 +178,10 @@ export class Daemon {
         src.lastData = null;
       }
       this.schedule(file);
+    }
+    for (const run of p.registry.all()) {
+      const t = this.engine.evaluate(run, p.detectContext(), true);
+      if (t.length > 0) this.onTransitions(t);
     }
   }
 

@@ -12,6 +12,11 @@ import { FileSource, type FileProblem } from './sources/file-source.js';
 import type { FilePlace } from './sources/place.js';
 import type { ReadOutcome, TailOptions } from './sources/tailer.js';
 import type { Logger } from './log.js';
+import type { DetectorEngine, Transition } from './detectors/engine.js';
+import type { DetectContext } from './detectors/types.js';
+
+/** A batch with more records than this is a backlog being read, not live appends. */
+const BULK_RECORDS = 64;
 
 export interface PipelineOptions {
   parser: ParserOptions;
@@ -19,6 +24,10 @@ export interface PipelineOptions {
   stats: StatsOptions;
   now: () => number;
   log: Logger;
+  /** Detectors run as records arrive; their transitions go to `onTransitions`. */
+  engine?: DetectorEngine;
+  live?: boolean;
+  onTransitions?: (t: Transition[]) => void;
 }
 
 export interface Totals {
@@ -45,6 +54,11 @@ export class Pipeline {
   ) {
     this.registry = restored === null ? new RunRegistry(opts.stats) : RunRegistry.from(restored.runs, opts.stats);
     this.saved = restored?.files ?? {};
+    opts.engine?.restore(restored?.engine);
+  }
+
+  detectContext(final = false): DetectContext {
+    return { now: this.opts.now(), live: this.opts.live === true, final };
   }
 
   has(file: string): boolean {
@@ -84,8 +98,14 @@ export class Pipeline {
     const log = this.opts.log;
     if (created) log.info({ run: run.id }, 'discovered run');
     const ctx = { role: src.place.role, round: src.place.round, format, file: src.file };
+    const engine = this.opts.engine;
+    const bulk = records.length > BULK_RECORDS;
     for (const rec of records) {
       const d = run.apply(rec, ctx, now);
+      if (engine !== undefined && rec.kind === 'metrics') {
+        const t = engine.onRecord(run, { now, live: this.opts.live === true, final: false }, bulk);
+        if (t.length > 0) this.opts.onTransitions?.(t);
+      }
       if (d === null) continue;
       if (d.round !== undefined) log.info({ run: run.id, role: d.round.role, round: d.round.round, format }, 'discovered round');
       if (d.series !== undefined) log.info({ run: run.id, role: ctx.role, round: ctx.round, series: d.series }, `discovered ${d.series.length} series`);
@@ -139,7 +159,9 @@ export class Pipeline {
   state(): StateFile {
     const files: StateFile['files'] = {};
     for (const [f, s] of this.sources) files[f] = s.checkpoint();
-    return { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files, runs: this.registry.toJSON() };
+    const state: StateFile = { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files, runs: this.registry.toJSON() };
+    if (this.opts.engine !== undefined) state.engine = this.opts.engine.toJSON();
+    return state;
   }
 
   async close(): Promise<void> {

@@ -44,6 +44,25 @@ describe('invalid configs: one case per file, the exact message', () => {
     test(file, () => assert.deepEqual(problems(file), want));
   }
 
+  test('detector parameters: unknown names, wrong types and bad durations', () => {
+    assert.throws(
+      () => parseConfig('detectors:\n  generator-stall: {margin: "big", windw: 10}\n  stale-run: {min_silence: 10}\n  low-rollouts: {min_k: -1}\n', '/etc/b.yaml'),
+      (err: ConfigError) =>
+        err.problems.map((p) => `${p.key}: ${p.message}`).join('\n') ===
+        [
+          'detectors.low-rollouts.min_k: must not be negative',
+          'detectors.generator-stall.margin: must be a number, not a string',
+          'detectors.generator-stall.windw: unknown parameter (generator-stall takes: enabled, severity, window, min_points, margin, alpha, min_rise)',
+          'detectors.stale-run.min_silence: must be a duration such as 500ms, 10s, 5m or 4h',
+        ].join('\n'),
+    );
+    const c = parseConfig('detectors:\n  stale-run: {min_silence: 2s, factor: 3}\n  boundary-oscillation: {enabled: false}\n', '/etc/b.yaml');
+    assert.equal(c.detectors['stale-run']!['min_silence'], '2s');
+    assert.equal(c.detectors['stale-run']!['factor'], 3);
+    assert.equal(c.detectors['stale-run']!['min_intervals'], 5);
+    assert.equal(c.detectors['boundary-oscillation']!.enabled, false);
+  });
+
   test('a missing file is named', () => {
     assert.throws(() => loadConfig('/nonexistent/barwatch.yaml'), (err: ConfigError) => err.message === '/nonexistent/barwatch.yaml: cannot read the file (ENOENT)');
   });

@@ -170,6 +170,12 @@ describe('train.log', () => {
     assert.deepEqual(records(new TextLogParser(opts).line('rollout/total_num_samples:96')), []);
   });
 
+  test('a trainer saying it finished', () => {
+    for (const l of ['Training finished.', '[2026-11-30 10:00:00] training completed in 3h', 'INFO Finished training', 'Final validation metrics: {...}']) {
+      assert.deepEqual(new TextLogParser(opts).line(l), [{ kind: 'finished' }], l);
+    }
+  });
+
   test('lines that match nothing, and wandb summaries, give nothing', () => {
     const p = new TextLogParser(opts);
     assert.deepEqual(p.line('Loading checkpoint shards: 100%'), []);
@@ -185,7 +191,7 @@ describe('train.log', () => {
     assert.equal(b.step, 2);
     assert.deepEqual(a.values, { loss: 0.0334, reward: 0.875, format: 1, frac_reward_zero_std: 0.9 });
     assert.equal(p.format(), 'trl-console');
-    assert.deepEqual(p.line("{'train_runtime': 877.9, 'train_loss': 0.09, 'epoch': 0.05}"), []);
+    assert.deepEqual(p.line("{'train_runtime': 877.9, 'train_loss': 0.09, 'epoch': 0.05}"), [{ kind: 'finished' }]);
     const e = metric(p.line("{'eval_loss': 0.2, 'eval_reward': 0.7, 'epoch': 0.1}"));
     assert.deepEqual(e, { kind: 'metrics', step: 2, values: { 'eval/loss': 0.2, 'eval/reward': 0.7 } });
     assert.ok(isMalformed(p.line("{'loss': 0.1, 'rew")));
@@ -217,7 +223,7 @@ describe('trainer_state.json', () => {
       { step: 1, reward: 0.1 }, { step: 2, reward: 0.2 }, { step: 3, reward: 0.3 },
       { step: 3, train_runtime: 10, train_loss: 0.1 },
     ])));
-    assert.deepEqual(second, [{ kind: 'metrics', step: 3, values: { reward: 0.3 } }]);
+    assert.deepEqual(second, [{ kind: 'metrics', step: 3, values: { reward: 0.3 } }, { kind: 'finished' }]);
   });
 
   test('half-written file is malformed, not fatal', () => {

@@ -7,9 +7,11 @@ import { REAL_LOGS, REAL_LOGS_SKIP } from './helpers/fs.js';
 
 const real = (name: string): string => path.join(REAL_LOGS, name);
 
-function one(name: string) {
+const HEALTHY = ['verl-console-ppo-gsm8k-healthy.log', 'trl-grpo-text2sql-trainer_state-healthy.json', 'trl-console-grpo-healthy.log'];
+
+function one(name: string, wantStatus = 0) {
   const { status, doc, stderr } = analyzeJson([real(name)]);
-  assert.equal(status, 0, stderr);
+  assert.equal(status, wantStatus, stderr);
   assert.equal(doc.version, 1);
   assert.equal(doc.runs.length, 1);
   const run = doc.runs[0]!;
@@ -62,7 +64,7 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
   });
 
   test('TRL console, collapse: 40 entries, reward ends at 0 with frac_reward_zero_std 1', () => {
-    const run = one('trl-console-grpo-collapse.log');
+    const run = one('trl-console-grpo-collapse.log', 1);
     assert.equal(run.format, 'trl-console');
     const r = run.rounds[0]!;
     assert.equal(r.steps, 40);
@@ -81,7 +83,7 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
   });
 
   test('BAR-RAG selector debug log: its components, K, c and the weights', () => {
-    const run = one('barrag-debug/selector_reward_debug_7595.log');
+    const run = one('barrag-debug/selector_reward_debug_7595.log', 1);
     assert.equal(run.format, 'barrag-selector-debug');
     const r = run.rounds[0]!;
     assert.equal(r.role, 'selector');
@@ -107,9 +109,33 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     assert.equal(r.series['accuracy']!.mean, 0.5);
   });
 
+  test('the healthy logs give no finding at all; exit 0', () => {
+    for (const name of HEALTHY) {
+      const { status, doc } = analyzeJson([real(name)]);
+      assert.equal(status, 0, name);
+      assert.deepEqual(doc.runs[0]!.findings, [], name);
+    }
+  });
+
+  test('the collapse log gives reward-collapse (critical) and nothing else, at the step the reward has sat at 0 for the window', () => {
+    const run = one('trl-console-grpo-collapse.log', 1);
+    const f = run.findings as { detector: string; severity: string; step: number; evidence: Record<string, unknown> }[];
+    assert.deepEqual(f.map((x) => x.detector), ['reward-collapse']);
+    assert.equal(f[0]!.severity, 'critical');
+    assert.ok((f[0]!.evidence['frac_reward_zero_std'] as number) >= 0.9);
+    assert.ok(f[0]!.step >= 20 && f[0]!.step <= 30, `step ${f[0]!.step}`);
+  });
+
+  test('the BAR-RAG debug sample (K=4) gives low-rollouts with the standard error at its c=0.6', () => {
+    const run = one('barrag-debug/selector_reward_debug_7595.log', 1);
+    const f = run.findings as { detector: string; evidence: Record<string, unknown> }[];
+    assert.deepEqual(f.map((x) => x.detector), ['low-rollouts']);
+    assert.equal(f[0]!.evidence['standard_error'], 0.2449);
+  });
+
   test('the whole folder in one call: one document, every file read, nothing malformed', () => {
     const { status, doc } = analyzeJson([REAL_LOGS]);
-    assert.equal(status, 0);
+    assert.equal(status, 1);
     const files = doc.runs.flatMap((r) => r.files);
     assert.equal(files.length, 8);
     assert.equal(files.reduce((a, f) => a + f.malformed, 0), 0);

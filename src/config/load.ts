@@ -10,6 +10,8 @@ import type { z } from 'zod';
 import type { ParserOptions } from '../parsers/types.js';
 import type { StatsOptions } from '../runs/series.js';
 import { DEFAULT_TAIL, type TailOptions } from '../sources/tailer.js';
+import { DETECTORS } from '../detectors/index.js';
+import type { Params } from '../detectors/types.js';
 import { parseDuration } from './duration.js';
 import { configSchema, type RawConfig } from './schema.js';
 import { Secret } from './secret.js';
@@ -42,6 +44,7 @@ export interface Config {
     pollIntervalMs: number;
     statusIntervalMs: number;
     checkpointIntervalMs: number;
+    sweepIntervalMs: number;
   };
   stateDir: string;
   parser: ParserOptions;
@@ -60,7 +63,8 @@ export interface Config {
   summary: { cron: string; timezone: string; channels: ('email' | 'slack')[] };
   http: { listen?: { host: string; port: number } };
   log: { level: string; format: 'auto' | 'json' | 'pretty' };
-  detectors: RawConfig['detectors'];
+  /** Every detector's parameters: its defaults with the config's values over them. */
+  detectors: Record<string, Params>;
   raw: RawConfig;
 }
 
@@ -289,6 +293,35 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     listen = { host: m[1]!, port };
   }
 
+  const detectors: Record<string, Params> = {};
+  for (const d of DETECTORS) {
+    const given = (raw.detectors as Record<string, Record<string, unknown> | undefined>)[d.id] ?? {};
+    const params: Record<string, unknown> = { ...d.defaults };
+    for (const [k, v] of Object.entries(given)) {
+      const key = `detectors.${d.id}.${k}`;
+      if (!(k in d.defaults)) {
+        problems.push({ file: name, key, message: `unknown parameter (${d.id} takes: ${Object.keys(d.defaults).join(', ')})` });
+        continue;
+      }
+      const def = (d.defaults as Record<string, unknown>)[k];
+      const isDuration = typeof def === 'string' && parseDuration(def) !== null;
+      if (isDuration && (typeof v !== 'string' || parseDuration(v) === null)) {
+        problems.push({ file: name, key, message: 'must be a duration such as 500ms, 10s, 5m or 4h' });
+        continue;
+      }
+      if (def !== undefined && typeof v !== typeof def) {
+        problems.push({ file: name, key, message: `must be ${EXPECTED[typeof def] ?? typeof def}, not ${typeName(v)}` });
+        continue;
+      }
+      if (typeof v === 'number' && !(v >= 0)) {
+        problems.push({ file: name, key, message: 'must not be negative' });
+        continue;
+      }
+      params[k] = v;
+    }
+    detectors[d.id] = params as Params;
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -299,6 +332,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
       pollIntervalMs: ms(raw.watch.poll_interval),
       statusIntervalMs: ms(raw.watch.status_interval),
       checkpointIntervalMs: ms(raw.watch.checkpoint_interval),
+      sweepIntervalMs: ms(raw.watch.sweep_interval),
     },
     stateDir: abs(raw.state_dir),
     parser: {
@@ -323,7 +357,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     summary: raw.summary,
     http: listen === undefined ? {} : { listen },
     log: raw.log,
-    detectors: raw.detectors,
+    detectors,
     raw,
   };
 }

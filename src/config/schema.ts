@@ -34,6 +34,8 @@ const watch = z.strictObject({
   status_interval: duration.default('60s'),
   /** How often offsets and statistics are saved. */
   checkpoint_interval: duration.default('5s'),
+  /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
+  sweep_interval: duration.default('10s'),
 });
 
 const parse = z.strictObject({

@@ -16,6 +16,8 @@ import { looksLikeVerlConsole, parseVerlConsole } from './verl-console.js';
 const NUM = String.raw`(?:np\.float64\()?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|-?inf|-?Infinity)\)?`;
 /** `key=value`, `key: value`, `key:value`; the key starts with a letter so times do not match. */
 const KV = new RegExp(String.raw`(?<![\w/.-])([A-Za-z_][\w/.@-]*)\s*(?:=|:)\s*` + NUM + String.raw`(?![\w.])`, 'g');
+/** Lines by which trainers say they are done. */
+const FINISHED = /\b(?:training (?:is )?(?:finished|completed?|done)|finished training|final validation metrics)\b/i;
 const STEP_KEYS = new Set(['step', 'global_step', 'global_steps', 'iteration', 'iter']);
 
 /** Rollout counts, SPEC 3.3: `rollouts=10`, `K_ROLLOUTS=10`, `K Rollouts: 10`, `n_rollouts`, `rollout.n=8`, `GENERATOR ROLLOUTS (K=10)`. */
@@ -137,7 +139,7 @@ export class TextLogParser implements LineParser {
       const r = parseTrlDict(text, keyMap);
       if ('error' in r) return r;
       this.seen['trl-console']++;
-      if (r.kind === 'summary') return NOTHING;
+      if (r.kind === 'summary') return [{ kind: 'finished' }];
       if (r.kind === 'eval') {
         if (Object.keys(r.values).length === 0) return NOTHING;
         return [stamp({ kind: 'metrics', step: Math.max(this.trlEntries, 0), values: r.values })];
@@ -157,6 +159,7 @@ export class TextLogParser implements LineParser {
 
   private plainLine(text: string, stamp: (r: MetricRecord) => MetricRecord): LineResult | null {
     const out: ParsedRecord[] = [];
+    if (FINISHED.test(text)) out.push({ kind: 'finished' });
     const k = parseRollouts(text);
     if (k !== null) out.push({ kind: 'rollouts', k });
     if (text.includes('=') || text.includes(':')) {

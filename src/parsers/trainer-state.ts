@@ -37,7 +37,11 @@ export class TrainerStateParser implements DocumentParser {
       if (entry === null || typeof entry !== 'object') continue;
       const e = entry as Record<string, unknown>;
       const step = toNumber(e['step']);
-      if (step === undefined || step <= this.lastStep || 'train_runtime' in e) continue;
+      if ('train_runtime' in e) {
+        if (step === undefined || step > this.lastStep) out.push({ kind: 'finished' });
+        continue;
+      }
+      if (step === undefined || step <= this.lastStep) continue;
       const train: Record<string, unknown> = {};
       const evals: Record<string, number> = {};
       for (const k in e) {

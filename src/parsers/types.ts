@@ -64,7 +64,12 @@ export interface SettingsRecord {
   settings: RunSettings;
 }
 
-export type ParsedRecord = MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord;
+/** The trainer said it finished (TRL's final summary, "training finished"...): silence is expected. */
+export interface FinishedRecord {
+  kind: 'finished';
+}
+
+export type ParsedRecord = MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord | FinishedRecord;
 
 /** A line that should have been a record and could not be read. Counted per file and skipped. */
 export interface Malformed {

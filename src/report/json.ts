@@ -2,22 +2,14 @@
  * The JSON document of `barwatch analyze --format json` (SPEC 5): version, runs, and per run its
  * format, rounds with series statistics, and findings. Non-finite numbers become null.
  */
+import type { Finding } from '../detectors/types.js';
 import type { FileSource } from '../sources/file-source.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
 import type { SeriesStats } from '../runs/series.js';
 import { signalShares } from '../runs/signal.js';
 
-export interface Finding {
-  detector: string;
-  severity: 'info' | 'warning' | 'critical';
-  run: string;
-  round: number | null;
-  step: number | null;
-  message: string;
-  evidence: Record<string, unknown>;
-  recommendation: string | null;
-}
+export type { Finding };
 
 export function num(x: number | null | undefined): number | null {
   return x === null || x === undefined || !Number.isFinite(x) ? null : x;
@@ -64,13 +56,21 @@ function roundJson(r: RoundState, run: RunState): Record<string, unknown> {
   return out;
 }
 
+/** A finding as SPEC 5 prints it (the sparkline series stays internal). */
+export function findingJson(f: Finding): Record<string, unknown> {
+  const { series: _series, ...rest } = f;
+  void _series;
+  return rest;
+}
+
 export function runJson(run: RunState, files: FileSource[], findings: Finding[]): Record<string, unknown> {
   const f = run.filter;
   return {
     run: run.id,
     format: run.format,
     rounds: run.orderedRounds().map((r) => roundJson(r, run)),
-    findings,
+    findings: findings.map(findingJson),
+    finished: run.finished,
     settings: run.settings,
     rollouts: run.rollouts,
     filter: f.empty

@@ -3,7 +3,7 @@ import type { FileSource } from '../sources/file-source.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
 import { signalShares } from '../runs/signal.js';
-import type { Finding } from './json.js';
+import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
 import { sparkline } from './sparkline.js';
 
 const CANONICAL = ['boundary', 'accuracy', 'total', 'reward', 'relevance', 'format', 'count', 'boundary_share'];
@@ -37,7 +37,15 @@ function roundLabel(r: RoundState): string {
   return r.round === null ? role : `${role} round ${r.round}`;
 }
 
-const SEVERITY_ORDER = { critical: 0, warning: 1, info: 2 } as const;
+/** `boundary, selector round 2: ▁▃▇█▆▃▁▂▅█▇▄` for the series a finding is about. */
+export function findingSparkline(run: RunState, f: Finding): string | null {
+  if (f.series === undefined) return null;
+  const r = run.round(f.series.role, f.series.round);
+  const s = r?.series.get(f.series.name);
+  if (r === undefined || s === undefined || s.history.length < 2) return null;
+  const role = r.role === 'unknown' ? '' : `, ${r.role} round ${r.round ?? '-'}`;
+  return `${f.series.name}${role}: ${sparkline(s.history.points().values, 48)}`;
+}
 
 export function renderRun(run: RunState, files: FileSource[], findings: Finding[]): string {
   const lines: string[] = [];
@@ -72,12 +80,24 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
   }
   if (findings.length === 0) lines.push('  findings: none');
   else {
-    lines.push('  findings:');
-    const sorted = [...findings].sort((a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity] || (a.round ?? 0) - (b.round ?? 0));
-    for (const x of sorted) {
-      const where = [x.round !== null ? `round ${x.round}` : null, x.step !== null ? `step ${x.step}` : null].filter(Boolean).join(', ');
-      lines.push(`    [${x.severity}] ${x.detector}${where ? ` (${where})` : ''}: ${x.message}`);
-      if (x.recommendation) lines.push(`      -> ${x.recommendation}`);
+    lines.push(`  findings: ${findings.length}`);
+    const groups = new Map<string, Finding[]>();
+    for (const x of findings) {
+      const key = x.round === null ? 'whole run' : `round ${x.round}`;
+      groups.set(key, [...(groups.get(key) ?? []), x]);
+    }
+    const order = [...groups.entries()].sort(
+      (a, b) => Math.min(...a[1].map((x) => SEVERITY_RANK[x.severity])) - Math.min(...b[1].map((x) => SEVERITY_RANK[x.severity])) || (a[0] < b[0] ? -1 : 1),
+    );
+    for (const [label, list] of order) {
+      lines.push(`    ${label}:`);
+      for (const x of [...list].sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity])) {
+        const at = x.step !== null ? ` at step ${x.step}` : '';
+        lines.push(`      [${x.severity}] ${x.detector}${at}: ${x.message}`);
+        const spark = findingSparkline(run, x);
+        if (spark !== null) lines.push(`        ${spark}`);
+        if (x.recommendation) lines.push(`        -> ${x.recommendation}`);
+      }
     }
   }
   return lines.join('\n');

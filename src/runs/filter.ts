@@ -8,7 +8,12 @@ export const BINS = 100;
 export const BOUNDARY_LOW = 0.4;
 export const BOUNDARY_HIGH = 0.6;
 
+/** Threshold candidates lie on this grid; values exactly on it are counted apart (see addQuestion). */
+export const GRID = 20;
+
 export interface FilterJSON {
+  prePoints?: number[];
+  preOff?: number[];
   pre: number[];
   post: number[];
   preN: number;
@@ -33,6 +38,13 @@ export class FilterStats {
   boundaryPost = 0;
   /** Questions whose line did not say whether they were kept. */
   keptUnknown = 0;
+  /**
+   * For exact threshold arithmetic: values exactly on the 0.05 grid (`prePoints`, 21 of them) and
+   * the 0.01 bins of every other value (`preOff`). A filter keeps unsolvable < acc < easy, so with
+   * thresholds on the grid a question is kept or dropped as a whole bin or point.
+   */
+  prePoints = new Array<number>(GRID + 1).fill(0);
+  preOff = new Array<number>(BINS).fill(0);
   /** Counts from `[filter] before=N after=M`. */
   before: number | null = null;
   after: number | null = null;
@@ -46,6 +58,9 @@ export class FilterStats {
     const boundary = isBoundary(q.acc);
     this.pre[b]!++;
     this.preN++;
+    const g = Math.round(q.acc * GRID);
+    if (Math.abs(q.acc * GRID - g) < 1e-9 && g >= 0 && g <= GRID) this.prePoints[g]!++;
+    else this.preOff[b]!++;
     if (boundary) this.boundaryPre++;
     if (q.kept === null) this.keptUnknown++;
     else if (q.kept) {
@@ -73,14 +88,34 @@ export class FilterStats {
     return this.preN === 0 && this.before === null;
   }
 
+  /** Questions a filter keeping unsolvable < acc < easy would keep, and how many are boundary; thresholds on the grid. */
+  keptWith(unsolvable: number, easy: number): { kept: number; boundary: number } {
+    const u = Math.round(unsolvable * GRID);
+    const e = Math.round(easy * GRID);
+    let kept = 0;
+    let boundary = 0;
+    for (let g = u + 1; g < e; g++) {
+      kept += this.prePoints[g]!;
+      if (isBoundary(g / GRID)) boundary += this.prePoints[g]!;
+    }
+    const per = BINS / GRID;
+    for (let i = u * per; i < e * per; i++) {
+      kept += this.preOff[i]!;
+      if (i >= BOUNDARY_LOW * BINS && i < BOUNDARY_HIGH * BINS) boundary += this.preOff[i]!;
+    }
+    return { kept, boundary };
+  }
+
   toJSON(): FilterJSON {
-    const { pre, post, preN, postN, boundaryPre, boundaryPost, keptUnknown, before, after } = this;
-    return { pre: [...pre], post: [...post], preN, postN, boundaryPre, boundaryPost, keptUnknown, before, after };
+    const { pre, post, preN, postN, boundaryPre, boundaryPost, keptUnknown, before, after, prePoints, preOff } = this;
+    return { pre: [...pre], post: [...post], preN, postN, boundaryPre, boundaryPost, keptUnknown, before, after, prePoints: [...prePoints], preOff: [...preOff] };
   }
 
   static from(j: FilterJSON): FilterStats {
     const f = new FilterStats();
     Object.assign(f, { ...j, pre: [...j.pre], post: [...j.post] });
+    f.prePoints = j.prePoints !== undefined ? [...j.prePoints] : new Array<number>(GRID + 1).fill(0);
+    f.preOff = j.preOff !== undefined ? [...j.preOff] : [...j.pre];
     return f;
   }
 }

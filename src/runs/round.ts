@@ -42,7 +42,7 @@ export class RoundState {
    */
   duplicates = 0;
   private readonly owners = new Map<string, string>();
-  /** (step, arrival ms) of recent records: how often this round usually writes. */
+  /** (step, time) of recent steps, the trainer's time when it writes one, else the arrival time. */
   arrivals = new History(64);
   readonly series = new Map<string, SeriesStats>();
 
@@ -65,7 +65,7 @@ export class RoundState {
     this.records++;
     if (this.lastStep === null || rec.step > this.lastStep) {
       this.steps++;
-      this.arrivals.push(rec.step, now);
+      this.arrivals.push(rec.step, rec.time ?? now);
       this.lastStep = rec.step;
     }
     this.firstStep ??= rec.step;

@@ -26,6 +26,7 @@ export interface RunJSON {
   settings: RunSettings;
   rollouts: { k: number; role: Role; round: number | null } | null;
   formats: Partial<Record<FormatId, number>>;
+  finished?: boolean;
 }
 
 export class RunState {
@@ -35,6 +36,8 @@ export class RunState {
   settings: RunSettings = {};
   /** The latest rollout count K announced by a log line. */
   rollouts: { k: number; role: Role; round: number | null } | null = null;
+  /** The trainer said it finished. */
+  finished = false;
   /** Metric records read per format: the run's format is the one with most. */
   formats: Partial<Record<FormatId, number>> = {};
 
@@ -92,6 +95,9 @@ export class RunState {
       case 'rollouts':
         this.rollouts = { k: rec.k, role: ctx.role, round: ctx.round };
         return null;
+      case 'finished':
+        this.finished = true;
+        return null;
       case 'settings': {
         const { weights, ...rest } = rec.settings;
         this.settings = { ...this.settings, ...rest };
@@ -109,6 +115,7 @@ export class RunState {
       settings: this.settings,
       rollouts: this.rollouts,
       formats: { ...this.formats },
+      finished: this.finished,
     };
   }
 
@@ -122,6 +129,7 @@ export class RunState {
     run.settings = j.settings ?? {};
     run.rollouts = j.rollouts ?? null;
     run.formats = j.formats ?? {};
+    run.finished = j.finished ?? false;
     return run;
   }
 }

@@ -6,6 +6,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import type { EngineJSON } from '../detectors/engine.js';
 import type { RunJSON } from '../runs/run.js';
 import type { FileCheckpoint } from './file-source.js';
 
@@ -16,6 +17,8 @@ export interface StateFile {
   savedAt: string;
   files: Record<string, FileCheckpoint>;
   runs: RunJSON[];
+  /** Findings that hold, and when each detector last ran. */
+  engine?: EngineJSON;
 }
 
 export async function writeAtomic(file: string, data: string): Promise<void> {

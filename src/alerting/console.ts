@@ -1,0 +1,45 @@
+/**
+ * Alerts as the daemon reports them before any notifier is configured: a readable block on the
+ * console (stdout) and one JSON line per transition in `<state_dir>/alerts.jsonl`.
+ */
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Transition } from '../detectors/engine.js';
+import { findingJson } from '../report/json.js';
+
+const LABEL: Record<Transition['kind'], string> = { firing: 'FIRING', resolved: 'RESOLVED', escalated: 'ESCALATED' };
+
+export function formatTransition(t: Transition): string {
+  const f = t.finding;
+  const where = [f.round !== null ? `round ${f.round}` : null, f.step !== null ? `step ${f.step}` : null].filter(Boolean).join(', ');
+  const head = `${LABEL[t.kind]} [${f.severity}] ${f.detector}: ${f.run}${where ? ` (${where})` : ''}`;
+  if (t.kind === 'resolved') return `${head}\n  no longer holds: ${f.message}\n`;
+  return `${head}\n  ${f.message}\n${f.recommendation ? `  -> ${f.recommendation}\n` : ''}`;
+}
+
+export class AlertLog {
+  readonly file: string;
+
+  constructor(
+    stateDir: string,
+    private readonly out: NodeJS.WritableStream = process.stdout,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.file = path.join(stateDir, 'alerts.jsonl');
+  }
+
+  /** Prints and records transitions; a failing write is returned, not thrown. */
+  record(ts: readonly Transition[]): Error | null {
+    let lines = '';
+    for (const t of ts) {
+      this.out.write(formatTransition(t));
+      lines += JSON.stringify({ time: new Date(this.now()).toISOString(), status: t.kind, ...findingJson(t.finding) }) + '\n';
+    }
+    try {
+      if (lines !== '') appendFileSync(this.file, lines);
+      return null;
+    } catch (err) {
+      return err as Error;
+    }
+  }
+}

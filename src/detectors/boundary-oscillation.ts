@@ -1,0 +1,89 @@
+/**
+ * boundary-oscillation: the selector's boundary reward swings instead of converging. Direction
+ * changes mean nothing (healthy runs change direction on 56%-71% of steps), so the detector
+ * looks for what persists: a spectral peak at periods min_period-max_period steps holding more
+ * than min_share of the non-DC power of the detrended series, in `windows` consecutive windows
+ * of `window` steps (hop window/2), with a consistent period; or a detrended spread that stays
+ * above high_sd in every window, does not fall, while the mean does not rise.
+ */
+import { pct, recent, round3, roundsOf } from './series.js';
+import { detrend, mannKendall, moments, spectralPeak, theilSen, type SpectralPeak } from './statistics.js';
+import type { Detector, Draft, Params } from './types.js';
+
+interface P extends Params {
+  window: number;
+  windows: number;
+  min_period: number;
+  max_period: number;
+  min_share: number;
+  /** The periodic component must be at least this large (sd, reward units). */
+  min_amplitude: number;
+  /** Detrended sd at or above this in every window counts as "stays high". */
+  high_sd: number;
+}
+
+/** True when the last `window` values carry a strong periodic component (the spectral criterion, one window). */
+export function periodic(values: readonly number[], p: Pick<P, 'window' | 'min_period' | 'max_period' | 'min_share' | 'min_amplitude'> = boundaryOscillationDefaults): boolean {
+  if (values.length < p.window) return false;
+  const k = spectralPeak(values.slice(-p.window), p.min_period, p.max_period);
+  return k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude;
+}
+
+const boundaryOscillationDefaults: P = { enabled: true, severity: 'warning', window: 64, windows: 3, min_period: 4, max_period: 32, min_share: 0.3, min_amplitude: 0.03, high_sd: 0.15 };
+
+export const boundaryOscillation: Detector<P> = {
+  id: 'boundary-oscillation',
+  scope: 'round',
+  description: 'Persistent periodic swings of the boundary reward, or a high spread that does not fall.',
+  defaults: boundaryOscillationDefaults,
+  every: (p) => Math.max(1, Math.floor(p.window / 4)),
+  detect(run, p) {
+    const out: Draft[] = [];
+    const hop = Math.max(1, Math.floor(p.window / 2));
+    const span = p.window + (p.windows - 1) * hop;
+    for (const r of roundsOf(run, 'selector')) {
+      const pts = recent(r, 'boundary', span);
+      if (pts.values.length < span) continue;
+      const wins: number[][] = [];
+      for (let i = 0; i < p.windows; i++) wins.push(pts.values.slice(i * hop, i * hop + p.window));
+      const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
+      const periodic =
+        peaks.every((k): k is SpectralPeak => k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude) &&
+        Math.max(...peaks.map((k) => k!.period)) / Math.min(...peaks.map((k) => k!.period)) <= 1.6;
+      const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
+      const mk = mannKendall(pts.values);
+      const rise = mk.pUp < 0.05 ? theilSen(pts.values) * (pts.values.length - 1) : 0;
+      const rising = mk.pUp < 0.05 && rise >= 0.02;
+      const noisy = sds.every((s) => s >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]! && !rising;
+      if (!periodic && !noisy) continue;
+      const step = pts.steps[pts.steps.length - 1]!;
+      const evidence: Record<string, unknown> = {
+        window: p.window,
+        hop,
+        windows: p.windows,
+        detrended_sd: sds.map(round3),
+        mean_trend: { mann_kendall_z: round3(mk.z), theil_sen_change: round3(rise) },
+      };
+      let message: string;
+      let recommendation: string;
+      if (periodic) {
+        const ps = peaks as SpectralPeak[];
+        const period = ps.reduce((a, k) => a + k.period, 0) / ps.length;
+        const share = Math.min(...ps.map((k) => k.share));
+        const amp = ps.reduce((a, k) => a + k.amplitude, 0) / ps.length;
+        evidence['criterion'] = 'spectral';
+        evidence['peaks'] = ps.map((k) => ({ period: round3(k.period), power_share: round3(k.share), amplitude: round3(k.amplitude) }));
+        evidence['min_share'] = p.min_share;
+        message = `The boundary reward of selector round ${r.round ?? '-'} swings with a period of about ${period.toFixed(0)} steps (${pct(share)} or more of its variance, amplitude ${amp.toFixed(2)}) in ${p.windows} consecutive ${p.window}-step windows instead of converging.`;
+        recommendation = `Lower the selector learning rate (try half) or raise the KL coefficient: a swing every ${period.toFixed(0)} steps that does not damp is the policy overshooting the boundary; also check that the generator checkpoint used for rollouts is the one the round started with.`;
+      } else {
+        evidence['criterion'] = 'variance';
+        evidence['high_sd'] = p.high_sd;
+        message = `The boundary reward of selector round ${r.round ?? '-'} stays erratic: its detrended spread is ${sds.map((s) => s.toFixed(2)).join(', ')} in ${p.windows} consecutive ${p.window}-step windows and does not fall, while its mean does not rise.`;
+        recommendation = 'Lower the selector learning rate and check the rollout count K (the boundary reward of a small K is mostly noise) and the batch size per step.';
+      }
+      out.push({ round: r.round, step, severity: p.severity, message, evidence, recommendation, series: { role: 'selector', round: r.round, name: 'boundary' } });
+    }
+    return out;
+  },
+};

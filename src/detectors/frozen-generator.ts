@@ -1,0 +1,145 @@
+/**
+ * frozen-generator: the generator was not updated between rounds, so selector round k+1 aims at
+ * an old boundary. Three signs: generator round k is missing or empty (or stopped far short of
+ * round k-1) while selector round k+1 trains; selector round k+1's smoothed boundary curve
+ * matches round k's within the within-round noise; or the generator's accuracy curve repeats the
+ * previous round's. "Within the noise" is an NRMSE: the RMS difference of the two curves' segment
+ * means over the RMS difference noise alone gives (the segment means' own noise, from neighbour
+ * differences), and means that Welch's test cannot tell apart: a round that improved is not frozen.
+ */
+import type { RoundState } from '../runs/round.js';
+import { periodic } from './boundary-oscillation.js';
+import { recent, round3, roundsOf, segmentMeans } from './series.js';
+import { moments, noiseSd, welch } from './statistics.js';
+import type { Detector, Draft, Params } from './types.js';
+
+interface P extends Params {
+  /** Steps each round needs before curves are compared (and before a missing round counts). */
+  min_steps: number;
+  /** Segments the common span is cut into. */
+  segments: number;
+  /** NRMSE at or below this: the curves are the same. */
+  max_nrmse: number;
+  /** A generator round shorter than this fraction of the previous one stopped short. */
+  short_fraction: number;
+  /** Means that differ at this two-sided level are not "the same curve" (an improvement, or a change). */
+  alpha: number;
+}
+
+export interface CurveMatch {
+  nrmse: number;
+  rmse: number;
+  /** Two-sided p-value that the two rounds' means differ (Welch, on segment means). */
+  p_means_differ: number;
+  /** The noise of one segment mean, from the differences of neighbouring segment means. */
+  segment_noise: number;
+  span_steps: number;
+  segments: number;
+}
+
+/** Noise of segment means: sd of neighbour differences / sqrt(2), blind to smooth trends. */
+function segmentNoise(means: number[]): number {
+  return noiseSd(means);
+}
+
+/**
+ * How closely round b's curve of `name` repeats round a's over their common span: the RMS
+ * difference of their segment means over the RMS difference noise alone would give. Noise is
+ * measured at the scale of a segment, so autocorrelated training noise is accounted for.
+ */
+export function curveMatch(a: RoundState, b: RoundState, name: string, segments: number): CurveMatch | null {
+  if (a.firstStep === null || b.firstStep === null || a.lastStep === null || b.lastStep === null) return null;
+  const span = Math.min(a.lastStep - a.firstStep + 1, b.lastStep - b.firstStep + 1);
+  const ma = segmentMeans(a, name, span, segments);
+  const mb = segmentMeans(b, name, span, segments);
+  if (ma === null || mb === null) return null;
+  const noise = Math.sqrt(segmentNoise(ma) ** 2 + segmentNoise(mb) ** 2);
+  if (!(noise > 0)) return null;
+  let ss = 0;
+  for (let i = 0; i < segments; i++) ss += (ma[i]! - mb[i]!) ** 2;
+  const rmse = Math.sqrt(ss / segments);
+  const t = welch(moments(ma), moments(mb));
+  const pDiffer = 2 * Math.min(t.pLower, t.pHigher);
+  return { nrmse: round3(rmse / noise), rmse: round3(rmse), p_means_differ: +pDiffer.toPrecision(3), segment_noise: round3(noise / Math.SQRT2), span_steps: span, segments };
+}
+
+function iso(t: number | null): string | null {
+  return t === null ? null : new Date(t).toISOString();
+}
+
+export const frozenGenerator: Detector<P> = {
+  id: 'frozen-generator',
+  scope: 'round',
+  description: 'The generator did not change between rounds (missing round, repeated curves).',
+  defaults: { enabled: true, severity: 'critical', min_steps: 64, segments: 16, max_nrmse: 1.5, short_fraction: 0.5, alpha: 0.01 },
+  every: () => 8,
+  detect(run, p) {
+    const out: Draft[] = [];
+    const selectors = roundsOf(run, 'selector').filter((r) => r.round !== null);
+    const generators = roundsOf(run, 'generator').filter((r) => r.round !== null);
+    const gen = new Map(generators.map((g) => [g.round!, g]));
+    const sel = new Map(selectors.map((s) => [s.round!, s]));
+    const curves = (list: RoundState[], name: string, k: number): CurveMatch | null => {
+      const a = list.find((r) => r.round === k - 1);
+      const b = list.find((r) => r.round === k);
+      if (a === undefined || b === undefined || a.steps < p.min_steps || b.steps < p.min_steps) return null;
+      if (!a.series.has(name) || !b.series.has(name)) return null;
+      // The smoothed curve of a swinging series is the swing, not the level: not comparable.
+      if (periodic(recent(a, name).values) || periodic(recent(b, name).values)) return null;
+      return curveMatch(a, b, name, p.segments);
+    };
+    const rounds = new Set<number>([...selectors.map((s) => s.round!), ...generators.map((g) => g.round! + 1)]);
+    for (const k of [...rounds].sort((a, b) => a - b)) {
+      if (k < 2) continue;
+      const s = sel.get(k);
+      const signs: string[] = [];
+      const evidence: Record<string, unknown> = {};
+      let since: number | null = null;
+      let step: number | null = null;
+      // 1. The artifact: generator round k-1 while selector round k trains.
+      if (s !== undefined && s.steps >= p.min_steps && generators.length > 0) {
+        const g = gen.get(k - 1);
+        const prev = gen.get(k - 2);
+        if (g === undefined || g.steps === 0) {
+          signs.push(`generator round ${k - 1} ${g === undefined ? 'has no output' : 'is empty'} while selector round ${k} has trained ${s.steps} steps`);
+          evidence['generator_round'] = { round: k - 1, state: g === undefined ? 'missing' : 'empty' };
+          const last = prev ?? generators.filter((x) => x.round! < k).pop();
+          since = last?.lastTime ?? last?.lastSeen ?? null;
+          step = s.firstStep! + p.min_steps - 1;
+        } else if (prev !== undefined && prev.steps > 0 && g.steps < p.short_fraction * prev.steps && (g.lastSeen ?? 0) <= (s.firstSeen ?? 0)) {
+          signs.push(`generator round ${k - 1} stopped after ${g.steps} steps (round ${k - 2} ran ${prev.steps}) before selector round ${k} started`);
+          evidence['generator_round'] = { round: k - 1, state: 'stopped short', steps: g.steps, previous_steps: prev.steps };
+          since = g.lastTime ?? g.lastSeen;
+          step = s.firstStep! + p.min_steps - 1;
+        }
+      }
+      // 2. Selector round k repeats round k-1's boundary curve.
+      const sm = curves(selectors, 'boundary', k);
+      if (sm !== null && sm.nrmse <= p.max_nrmse && sm.p_means_differ >= p.alpha) {
+        signs.push(`selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)`);
+        evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse };
+        step ??= s?.lastStep ?? null;
+      }
+      // 3. Generator round k-1 repeats round k-2's accuracy curve.
+      const gm = curves(generators, 'accuracy', k - 1);
+      if (gm !== null && gm.nrmse <= p.max_nrmse && gm.p_means_differ >= p.alpha) {
+        signs.push(`generator round ${k - 1}'s accuracy curve repeats round ${k - 2}'s (NRMSE ${gm.nrmse})`);
+        evidence['generator_curves'] = { rounds: [k - 2, k - 1], ...gm, max_nrmse: p.max_nrmse };
+        step ??= s?.lastStep ?? gen.get(k - 1)?.lastStep ?? null;
+      }
+      if (signs.length === 0) continue;
+      evidence['last_generator_output'] = iso(since);
+      const what = evidence['generator_round'] !== undefined ? `generator round ${k - 1}'s output` : `the generator after round ${k - 2 > 0 ? k - 2 : k - 1}`;
+      out.push({
+        round: k,
+        step,
+        severity: p.severity,
+        message: `The generator looks frozen: ${signs.join('; ')}. Selector round ${k} is aiming at an old boundary.`,
+        evidence,
+        recommendation: `Check that generator round ${k - 1} ran and saved a new checkpoint, and that selector round ${k} loads it for its rollouts; ${what} has not changed${since !== null ? ` since ${iso(since)}` : ''}.`,
+        series: { role: 'selector', round: k, name: 'boundary' },
+      });
+    }
+    return out;
+  },
+};

@@ -1,0 +1,41 @@
+/** nonfinite-reward: NaN or Infinity in a reward or accuracy value. */
+import type { Detector, Draft, Params } from './types.js';
+
+const WATCHED = /^(boundary|relevance|format|count|total|reward|accuracy)$|reward|score|(^|\/)acc/;
+
+interface P extends Params {
+  enabled: boolean;
+}
+
+export const nonfiniteReward: Detector<P> = {
+  id: 'nonfinite-reward',
+  scope: 'round',
+  description: 'NaN or Infinity in a reward component, the total reward or an accuracy.',
+  defaults: { enabled: true, severity: 'critical' },
+  every: () => 1,
+  detect(run, p) {
+    const out: Draft[] = [];
+    for (const r of run.orderedRounds()) {
+      const bad: { series: string; count: number; firstStep: number | null; value: string | null }[] = [];
+      for (const [name, s] of r.series) {
+        if (s.nonfinite.count > 0 && WATCHED.test(name) && !name.endsWith('_std')) {
+          bad.push({ series: name, count: s.nonfinite.count, firstStep: s.nonfinite.firstStep, value: s.nonfinite.lastValue });
+        }
+      }
+      if (bad.length === 0) continue;
+      bad.sort((a, b) => (a.firstStep ?? 0) - (b.firstStep ?? 0));
+      const first = bad[0]!;
+      const total = bad.reduce((a, b) => a + b.count, 0);
+      out.push({
+        round: r.round,
+        step: first.firstStep,
+        severity: p.severity,
+        message: `${first.series} became ${first.value} at step ${first.firstStep} (${total} non-finite value(s) in ${bad.length} series): the reward computation is broken.`,
+        evidence: { series: bad, role: r.role },
+        recommendation: 'Find what produced the first non-finite value (a division by zero rollouts, log(0), an overflow in the reward function or loss) and resume from the last checkpoint before that step.',
+        series: { role: r.role, round: r.round, name: first.series },
+      });
+    }
+    return out;
+  },
+};

@@ -1,0 +1,87 @@
+/**
+ * reward-collapse: the reward falls to about zero and stays there with about zero spread: every
+ * sampled answer gets the same reward, so the group-normalised advantage (GRPO) is zero and the
+ * policy no longer learns (TRL shows it as `frac_reward_zero_std` near 1).
+ */
+import { rewardSeries } from './series.js';
+import type { Detector, Draft, Params } from './types.js';
+
+interface P extends Params {
+  /** Recent steps that must all sit near zero. */
+  window: number;
+  /** |reward| at or below this is "about zero". */
+  level: number;
+  /** The reward must have been at least this high earlier in the round. */
+  earlier_min: number;
+  /** frac_reward_zero_std at or above this means no within-step spread. */
+  zero_std_frac: number;
+  /** A logged within-step std at or below this means no spread. */
+  max_std: number;
+}
+
+const SPREAD = ['reward_std', 'total_std', 'boundary_std'];
+
+export const rewardCollapse: Detector<P> = {
+  id: 'reward-collapse',
+  scope: 'round',
+  description: 'The reward falls to ~0 and stays there with ~zero within-step spread.',
+  defaults: { enabled: true, severity: 'critical', window: 8, level: 0.05, earlier_min: 0.2, zero_std_frac: 0.8, max_std: 0.05 },
+  every: () => 1,
+  detect(run, p) {
+    const out: Draft[] = [];
+    for (const r of run.orderedRounds()) {
+      const rs = rewardSeries(r);
+      if (rs === null) continue;
+      const pts = rs.stats.history.points();
+      const n = pts.values.length;
+      if (n < p.window + 2) continue;
+      const last = pts.values.slice(-p.window);
+      if (!last.every((x) => Math.abs(x) <= p.level)) continue;
+      const before = pts.values.slice(0, n - p.window);
+      const earlier = Math.max(...rs.stats.curve.means(), ...before);
+      if (!(earlier >= p.earlier_min)) continue;
+      const evidence: Record<string, unknown> = {
+        series: rs.name,
+        window: p.window,
+        last_values: last.map((x) => Math.round(x * 1e4) / 1e4),
+        level: p.level,
+        earlier_level: Math.round(earlier * 1e4) / 1e4,
+      };
+      let spreadGone = false;
+      const zs = r.series.get('frac_reward_zero_std');
+      if (zs !== undefined && zs.history.length >= p.window) {
+        const fr = zs.history.points().values.slice(-p.window);
+        const mean = fr.reduce((a, b) => a + b, 0) / fr.length;
+        evidence['frac_reward_zero_std'] = Math.round(mean * 1e4) / 1e4;
+        spreadGone = mean >= p.zero_std_frac;
+      } else {
+        const sd = SPREAD.map((s) => r.series.get(s)).find((s) => s !== undefined && s.history.length >= p.window);
+        if (sd !== undefined) {
+          const v = sd.history.points().values.slice(-p.window);
+          const mean = v.reduce((a, b) => a + b, 0) / v.length;
+          evidence['within_step_std'] = Math.round(mean * 1e4) / 1e4;
+          spreadGone = mean <= p.max_std;
+        } else {
+          const mean = last.reduce((a, b) => a + b, 0) / last.length;
+          const sd2 = Math.sqrt(last.reduce((a, b) => a + (b - mean) ** 2, 0) / (last.length - 1));
+          evidence['across_step_sd'] = Math.round(sd2 * 1e4) / 1e4;
+          spreadGone = sd2 <= p.max_std / 2;
+        }
+      }
+      if (!spreadGone) continue;
+      // The first step of the collapsed stretch.
+      let i = n - 1;
+      while (i > 0 && Math.abs(pts.values[i - 1]!) <= p.level) i--;
+      out.push({
+        round: r.round,
+        step: pts.steps[Math.min(i + p.window - 1, n - 1)]!,
+        severity: p.severity,
+        message: `${rs.name} collapsed from ${earlier.toFixed(2)} to about 0 since step ${pts.steps[i]} and every sample gets the same reward: the policy has stopped learning.`,
+        evidence,
+        recommendation: 'Stop the run and resume from the checkpoint before the collapse with a lower learning rate or a KL penalty; check completions for a degenerate pattern (e.g. all hitting the length limit).',
+        series: { role: r.role, round: r.round, name: rs.name },
+      });
+    }
+    return out;
+  },
+};

@@ -1,0 +1,77 @@
+/** Reading series out of a run for the detectors: by role, across rounds, the reward series. */
+import type { Role } from '../parsers/types.js';
+import type { RoundState } from '../runs/round.js';
+import type { RunState } from '../runs/run.js';
+import type { SeriesStats } from '../runs/series.js';
+
+/** Rounds of one role, in round order (rounds without a number last). */
+export function roundsOf(run: RunState, role: Role): RoundState[] {
+  return [...run.rounds.values()].filter((r) => r.role === role).sort((a, b) => (a.round ?? Infinity) - (b.round ?? Infinity));
+}
+
+/** Recent values of a series in a round, oldest first (at most the kept history). */
+export function recent(round: RoundState, name: string, n = Infinity): { steps: number[]; values: number[] } {
+  const s = round.series.get(name);
+  if (s === undefined) return { steps: [], values: [] };
+  const p = s.history.points();
+  const from = Math.max(0, p.values.length - n);
+  return { steps: p.steps.slice(from), values: p.values.slice(from) };
+}
+
+/** The last `n` values of a series over the rounds of `role`, oldest first, across round boundaries. */
+export function acrossRounds(run: RunState, role: Role, name: string, n: number): { values: number[]; steps: number[]; rounds: (number | null)[] } {
+  const out = { values: [] as number[], steps: [] as number[], rounds: [] as (number | null)[] };
+  const rounds = roundsOf(run, role).filter((r) => r.series.has(name));
+  for (let i = rounds.length - 1; i >= 0 && out.values.length < n; i--) {
+    const r = rounds[i]!;
+    const p = recent(r, name, n - out.values.length);
+    out.values.unshift(...p.values);
+    out.steps.unshift(...p.steps);
+    out.rounds.unshift(...p.values.map(() => r.round));
+  }
+  return out;
+}
+
+/** The series that carries "the reward" of a round, by preference. */
+export const REWARD_SERIES = ['total', 'reward', 'critic/score/mean', 'critic/rewards/mean'];
+
+export function rewardSeries(round: RoundState): { name: string; stats: SeriesStats } | null {
+  for (const name of REWARD_SERIES) {
+    const s = round.series.get(name);
+    if (s !== undefined) return { name, stats: s };
+  }
+  for (const [name, s] of round.series) if (/^rewards\/[^/]+\/mean$/.test(name)) return { name, stats: s };
+  return null;
+}
+
+/** Mean values of a round's whole-series curve over `parts` equal spans of its steps from its first step. */
+export function segmentMeans(round: RoundState, name: string, span: number, parts: number): number[] | null {
+  const s = round.series.get(name);
+  if (s === undefined || round.firstStep === null) return null;
+  const sums = new Array<number>(parts).fill(0);
+  const counts = new Array<number>(parts).fill(0);
+  const first = round.firstStep;
+  for (const b of s.curve.toJSON().buckets) {
+    const mid = (b.firstStep + b.lastStep) / 2 - first;
+    if (mid < 0 || mid >= span) continue;
+    const i = Math.min(parts - 1, Math.floor((mid / span) * parts));
+    sums[i]! += b.mean * b.n;
+    counts[i]! += b.n;
+  }
+  if (counts.some((c) => c === 0)) return null;
+  return sums.map((x, i) => x / counts[i]!);
+}
+
+/** The target accuracy c of a run: its config, else the paper's 0.5. */
+export function targetOf(run: RunState): { c: number; source: string } {
+  const c = run.settings.targetAccuracy;
+  return c !== undefined ? { c, source: 'run config' } : { c: 0.5, source: 'default (paper)' };
+}
+
+export function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+export function pct(x: number): string {
+  return `${(x * 100).toFixed(0)}%`;
+}

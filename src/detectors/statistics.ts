@@ -1,0 +1,256 @@
+/**
+ * The statistics the detectors use, written for short noisy series (tens to hundreds of points):
+ * Mann-Kendall trend test, Theil-Sen slope, Welch's t-test, the F-test for a variance ratio, a
+ * detrended periodogram, and the distribution functions they need.
+ */
+
+/** Standard normal CDF (Abramowitz-Stegun 7.1.26 via erf, |error| < 1.5e-7). */
+export function normalCdf(z: number): number {
+  const t = 1 / (1 + 0.3275911 * (Math.abs(z) / Math.SQRT2));
+  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-(z * z) / 2);
+  return z >= 0 ? 0.5 * (1 + y) : 0.5 * (1 - y);
+}
+
+function logGamma(x: number): number {
+  const c = [76.18009172947146, -86.50532032941677, 24.01409824083091, -1.231739572450155, 0.1208650973866179e-2, -0.5395239384953e-5];
+  let y = x;
+  const tmp = x + 5.5 - (x + 0.5) * Math.log(x + 5.5);
+  let ser = 1.000000000190015;
+  for (const ci of c) ser += ci / ++y;
+  return -tmp + Math.log((2.5066282746310005 * ser) / x);
+}
+
+/** Continued fraction for the incomplete beta function (Numerical Recipes betacf). */
+function betacf(a: number, b: number, x: number): number {
+  const qab = a + b;
+  const qap = a + 1;
+  const qam = a - 1;
+  let c = 1;
+  let d = 1 - (qab * x) / qap;
+  if (Math.abs(d) < 1e-300) d = 1e-300;
+  d = 1 / d;
+  let h = d;
+  for (let m = 1; m <= 300; m++) {
+    const m2 = 2 * m;
+    let aa = (m * (b - m) * x) / ((qam + m2) * (a + m2));
+    d = 1 + aa * d;
+    if (Math.abs(d) < 1e-300) d = 1e-300;
+    c = 1 + aa / c;
+    if (Math.abs(c) < 1e-300) c = 1e-300;
+    d = 1 / d;
+    h *= d * c;
+    aa = (-(a + m) * (qab + m) * x) / ((a + m2) * (qap + m2));
+    d = 1 + aa * d;
+    if (Math.abs(d) < 1e-300) d = 1e-300;
+    c = 1 + aa / c;
+    if (Math.abs(c) < 1e-300) c = 1e-300;
+    d = 1 / d;
+    const del = d * c;
+    h *= del;
+    if (Math.abs(del - 1) < 3e-14) break;
+  }
+  return h;
+}
+
+/** Regularized incomplete beta I_x(a, b). */
+export function incompleteBeta(x: number, a: number, b: number): number {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const bt = Math.exp(logGamma(a + b) - logGamma(a) - logGamma(b) + a * Math.log(x) + b * Math.log(1 - x));
+  return x < (a + 1) / (a + b + 2) ? (bt * betacf(a, b, x)) / a : 1 - (bt * betacf(b, a, 1 - x)) / b;
+}
+
+/** P(T > t) for Student's t with `dof` degrees of freedom (one-sided upper tail). */
+export function studentTUpper(t: number, dof: number): number {
+  const x = dof / (dof + t * t);
+  const tail = 0.5 * incompleteBeta(x, dof / 2, 0.5);
+  return t >= 0 ? tail : 1 - tail;
+}
+
+/** P(F > f) for the F distribution with (d1, d2) degrees of freedom. */
+export function fUpper(f: number, d1: number, d2: number): number {
+  if (f <= 0) return 1;
+  return incompleteBeta(d2 / (d2 + d1 * f), d2 / 2, d1 / 2);
+}
+
+export interface MannKendall {
+  n: number;
+  s: number;
+  z: number;
+  /** One-sided p-value for an upward trend. */
+  pUp: number;
+  /** One-sided p-value for a downward trend. */
+  pDown: number;
+}
+
+/** Mann-Kendall trend test with the tie correction and continuity correction. O(n^2). */
+export function mannKendall(xs: readonly number[]): MannKendall {
+  const n = xs.length;
+  let s = 0;
+  for (let i = 0; i < n - 1; i++) {
+    const xi = xs[i]!;
+    for (let j = i + 1; j < n; j++) s += Math.sign(xs[j]! - xi);
+  }
+  const counts = new Map<number, number>();
+  for (const x of xs) counts.set(x, (counts.get(x) ?? 0) + 1);
+  let ties = 0;
+  for (const t of counts.values()) if (t > 1) ties += t * (t - 1) * (2 * t + 5);
+  const variance = (n * (n - 1) * (2 * n + 5) - ties) / 18;
+  const z = variance <= 0 ? 0 : s > 0 ? (s - 1) / Math.sqrt(variance) : s < 0 ? (s + 1) / Math.sqrt(variance) : 0;
+  return { n, s, z, pUp: 1 - normalCdf(z), pDown: normalCdf(z) };
+}
+
+/** Median; a typed-array copy sorts numerically without a comparator. */
+function median(xs: ArrayLike<number>): number {
+  const n = xs.length;
+  if (n === 0) return NaN;
+  const s = Float64Array.from(xs).sort();
+  const m = n >> 1;
+  return n % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export { median };
+
+/** Theil-Sen slope (median of pairwise slopes) per index step. O(n^2). */
+export function theilSen(xs: readonly number[]): number {
+  const n = xs.length;
+  const slopes = new Float64Array((n * (n - 1)) / 2);
+  let k = 0;
+  for (let i = 0; i < n - 1; i++) for (let j = i + 1; j < n; j++) slopes[k++] = (xs[j]! - xs[i]!) / (j - i);
+  slopes.sort();
+  const m = slopes.length >> 1;
+  return slopes.length === 0 ? NaN : slopes.length % 2 ? slopes[m]! : (slopes[m - 1]! + slopes[m]!) / 2;
+}
+
+export interface Moments {
+  n: number;
+  mean: number;
+  variance: number;
+}
+
+export function moments(xs: readonly number[]): Moments {
+  const n = xs.length;
+  if (n === 0) return { n, mean: NaN, variance: NaN };
+  let mean = 0;
+  for (const x of xs) mean += x;
+  mean /= n;
+  let ss = 0;
+  for (const x of xs) ss += (x - mean) * (x - mean);
+  return { n, mean, variance: n > 1 ? ss / (n - 1) : 0 };
+}
+
+export interface Welch {
+  t: number;
+  dof: number;
+  /** One-sided p-value that the second mean is lower than the first. */
+  pLower: number;
+  /** One-sided p-value that the second mean is higher than the first. */
+  pHigher: number;
+}
+
+/** Welch's t-test of the difference b - a. */
+export function welch(a: Moments, b: Moments): Welch {
+  const va = a.variance / a.n;
+  const vb = b.variance / b.n;
+  const se = Math.sqrt(va + vb);
+  if (!(se > 0)) {
+    const d = b.mean - a.mean;
+    return { t: d === 0 ? 0 : d > 0 ? Infinity : -Infinity, dof: a.n + b.n - 2, pLower: d < 0 ? 0 : 1, pHigher: d > 0 ? 0 : 1 };
+  }
+  const t = (b.mean - a.mean) / se;
+  const dof = (va + vb) ** 2 / ((va * va) / (a.n - 1) + (vb * vb) / (b.n - 1));
+  return { t, dof, pLower: 1 - studentTUpper(t, dof), pHigher: studentTUpper(t, dof) };
+}
+
+/** Residuals of a least-squares line through (i, xs[i]). */
+export function detrend(xs: readonly number[]): number[] {
+  const n = xs.length;
+  const mx = (n - 1) / 2;
+  let my = 0;
+  for (const x of xs) my += x;
+  my /= n;
+  let sxy = 0;
+  let sxx = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += (i - mx) * (xs[i]! - my);
+    sxx += (i - mx) * (i - mx);
+  }
+  const slope = sxx > 0 ? sxy / sxx : 0;
+  return xs.map((x, i) => x - my - slope * (i - mx));
+}
+
+export interface SpectralPeak {
+  /** Period of the peak, in steps. */
+  period: number;
+  /** Share of the non-DC power in the peak bin and its two neighbours. */
+  share: number;
+  /** Standard deviation of the periodic component at the peak. */
+  amplitude: number;
+}
+
+const trigTables = new Map<number, { cos: Float64Array; sin: Float64Array }>();
+
+/** cos and sin of 2*pi*j/n for j < n, computed once per n. */
+function trig(n: number): { cos: Float64Array; sin: Float64Array } {
+  let t = trigTables.get(n);
+  if (t === undefined) {
+    t = { cos: new Float64Array(n), sin: new Float64Array(n) };
+    for (let j = 0; j < n; j++) {
+      t.cos[j] = Math.cos((2 * Math.PI * j) / n);
+      t.sin[j] = Math.sin((2 * Math.PI * j) / n);
+    }
+    if (trigTables.size < 16) trigTables.set(n, t);
+  }
+  return t;
+}
+
+/**
+ * The strongest periodic component with a period in [minPeriod, maxPeriod] of a detrended,
+ * Hann-windowed series (direct DFT; series here are 32-256 points).
+ */
+export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod: number): SpectralPeak | null {
+  const n = xs.length;
+  if (n < 8) return null;
+  const r = detrend(xs);
+  const w = r.map((x, i) => x * (0.5 - 0.5 * Math.cos((2 * Math.PI * i) / (n - 1))));
+  const half = Math.floor(n / 2);
+  const power = new Array<number>(half + 1).fill(0);
+  const { cos, sin } = trig(n);
+  for (let k = 1; k <= half; k++) {
+    let re = 0;
+    let im = 0;
+    for (let i = 0; i < n; i++) {
+      const j = (k * i) % n;
+      re += w[i]! * cos[j]!;
+      im -= w[i]! * sin[j]!;
+    }
+    power[k] = re * re + im * im;
+  }
+  let total = 0;
+  for (let k = 1; k <= half; k++) total += power[k]!;
+  if (!(total > 0)) return null;
+  const kMin = Math.max(1, Math.ceil(n / maxPeriod));
+  const kMax = Math.min(half, Math.floor(n / minPeriod));
+  let best = -1;
+  let bestBand = -1;
+  for (let k = kMin; k <= kMax; k++) {
+    const band = (power[k - 1] ?? 0) * (k - 1 >= 1 ? 1 : 0) + power[k]! + (power[k + 1] ?? 0);
+    if (band > bestBand) {
+      bestBand = band;
+      best = k;
+    }
+  }
+  if (best < 0) return null;
+  // Variance of the residual carried by the band: Hann window energy is 3/8 of a flat window.
+  const resVar = r.reduce((a, x) => a + x * x, 0) / n;
+  const share = bestBand / total;
+  return { period: n / best, share, amplitude: Math.sqrt(share * resVar) };
+}
+
+/** Standard deviation of the noise around a slow curve: sd of first differences / sqrt(2). */
+export function noiseSd(xs: readonly number[]): number {
+  if (xs.length < 3) return NaN;
+  const d: number[] = [];
+  for (let i = 1; i < xs.length; i++) d.push(xs[i]! - xs[i - 1]!);
+  return Math.sqrt(moments(d).variance / 2);
+}

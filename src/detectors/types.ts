@@ -1,0 +1,66 @@
+/**
+ * A detector is a pure function of a run's state: it says which of its findings hold now.
+ * The engine (engine.ts) calls it as records arrive (watch) or in one pass (analyze), remembers
+ * the step at which each finding first held, and reports when one stops holding.
+ */
+import type { RunState } from '../runs/run.js';
+
+export type Severity = 'info' | 'warning' | 'critical';
+
+/** What a detector returns: one finding that holds now. */
+export interface Draft {
+  round: number | null;
+  /** The step at which it holds (the engine keeps the first one). */
+  step: number | null;
+  severity: Severity;
+  message: string;
+  evidence: Record<string, unknown>;
+  recommendation: string | null;
+  /** The series the finding is about, for sparklines: role, round and name. */
+  series?: { role: 'selector' | 'generator' | 'unknown'; round: number | null; name: string };
+}
+
+export interface DetectContext {
+  /** Epoch ms: the clock of the daemon, or the time of the analysis. */
+  now: number;
+  /** True in `watch`: arrival times mean something; false in `analyze`. */
+  live: boolean;
+  /** True at the end of an `analyze` pass: the last evaluation, with everything read. */
+  final: boolean;
+}
+
+export type ParamValue = number | boolean | string;
+export type Params = Record<string, ParamValue> & { enabled: boolean; severity: Severity };
+
+export interface Detector<P extends Params = Params> {
+  readonly id: string;
+  /** One line for the docs: what it looks at. */
+  readonly description: string;
+  /** Every parameter with its default; the config may override each (detectors.<id>.<param>). */
+  readonly defaults: P;
+  /** Evaluate at most once every this many new steps of a run (heavy detectors ask for more). */
+  every(p: P): number;
+  /**
+   * `round`: one finding per round (a swing in round 2 and one in round 3 are two findings).
+   * `run`: one finding per run, which follows the latest round it concerns without restarting.
+   */
+  readonly scope: 'round' | 'run';
+  /** Only meaningful with a clock (stale-run): evaluated on timers and at the end, not per step. */
+  readonly timeBased?: boolean;
+  detect(run: RunState, p: P, ctx: DetectContext): Draft[];
+}
+
+/** A finding as SPEC 5 prints it. */
+export interface Finding {
+  detector: string;
+  severity: Severity;
+  run: string;
+  round: number | null;
+  step: number | null;
+  message: string;
+  evidence: Record<string, unknown>;
+  recommendation: string | null;
+  series?: Draft['series'];
+}
+
+export const SEVERITY_RANK: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };

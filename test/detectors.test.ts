@@ -1,0 +1,100 @@
+/**
+ * Every scenario over 20 seeds gives exactly its expected detector ids (the healthy run none),
+ * and the recommendations computed from a run's own data do what they say.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { suggestThresholds } from '../src/detectors/filter-thresholds.js';
+import { rebalance } from '../src/detectors/format-dominance.js';
+import { DETECTORS } from '../src/detectors/index.js';
+import { standardError } from '../src/detectors/low-rollouts.js';
+import { DETECTOR_IDS } from '../src/config/schema.js';
+import { FilterStats } from '../src/runs/filter.js';
+import { confusion, runScenario } from './helpers/confusion.js';
+import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
+
+const SEEDS = Array.from({ length: 20 }, (_, i) => i + 1);
+
+describe('scenarios: exactly the expected findings over 20 seeds', () => {
+  for (const name of SCENARIO_NAMES) {
+    test(`${name} -> ${EXPECTED[name].join(', ') || 'nothing'}`, async () => {
+      const { outcomes } = await confusion(SEEDS, [name]);
+      const wrong = outcomes.filter((o) => o.ids.join() !== [...EXPECTED[name]].sort().join());
+      assert.deepEqual(
+        wrong.map((o) => `seed ${o.seed}: ${o.ids.join(', ') || '(none)'}`),
+        [],
+        wrong.flatMap((o) => o.findings.map((f) => `seed ${o.seed} ${f.detector}: ${f.message}`)).join('\n'),
+      );
+    });
+  }
+});
+
+describe('findings carry evidence and a recommendation from the run', () => {
+  test('aggressive filter: critical, pre/post shares, thresholds that reach the band', async () => {
+    const o = await runScenario('aggressive-filter', 3);
+    const f = o.findings.find((x) => x.detector === 'boundary-share-low')!;
+    assert.equal(f.severity, 'critical');
+    assert.match(f.message, /boundary questions \(\d+% before filtering\)/);
+  });
+
+  test('every finding of every scenario has a message, evidence and a recommendation', async () => {
+    for (const name of SCENARIO_NAMES) {
+      const o = await runScenario(name, 11);
+      for (const f of o.findings) {
+        assert.ok(f.message.length > 20, `${name} ${f.detector}`);
+      }
+    }
+  });
+
+  test('suggested filter thresholds put the boundary share in the band', () => {
+    const f = new FilterStats();
+    // 1000 questions spread evenly over [0, 1): a 0.45/0.05 filter keeps few boundary ones.
+    for (let i = 0; i < 1000; i++) f.addQuestion({ kind: 'filter-question', id: null, acc: i / 1000, kept: i / 1000 > 0.05 && i / 1000 < 0.45 });
+    assert.ok(f.postShare! < 0.15);
+    const s = suggestThresholds(f, [0.25, 0.35], { easy: 0.45, unsolvable: 0.05 })!;
+    // Recount with the suggested thresholds from the questions themselves.
+    let kept = 0;
+    let boundary = 0;
+    for (let i = 0; i < 1000; i++) {
+      const a = i / 1000;
+      if (a > s.unsolvable && a < s.easy) {
+        kept++;
+        if (a >= 0.4 && a <= 0.6) boundary++;
+      }
+    }
+    assert.ok(boundary / kept >= 0.25 && boundary / kept <= 0.35, `${s.unsolvable}/${s.easy}: ${boundary / kept}`);
+    assert.ok(Math.abs(s.share - boundary / kept) < 0.02);
+    assert.equal(s.kept, kept);
+  });
+
+  test('the format weight format-dominance recommends gives the boundary 40% of the signal', () => {
+    const share = {
+      weights: { boundary: 0.5, relevance: 0.2, format: 1.5, count: 1 },
+      sd: { boundary: 0.25, relevance: 0.1, format: 0.35, count: 0.05 },
+      share: {},
+      spread: {},
+      varianceRatio: null,
+      window: 64,
+    };
+    const text = rebalance(share, 0.4, 3);
+    const m = /lower the format weight from 1.5 to ([\d.]+)/.exec(text)!;
+    const wf = Number(m[1]);
+    const b = 0.5 * 0.25;
+    const total = b + 0.2 * 0.1 + wf * 0.35 + 1 * 0.05;
+    assert.ok(b / total >= 0.4, `boundary share ${b / total} at format weight ${wf}`);
+    const mb = /raise the boundary weight from 0.5 to ([\d.]+)/.exec(text)!;
+    const wb = Number(mb[1]);
+    assert.ok((wb * 0.25) / (wb * 0.25 + 0.02 + 1.5 * 0.35 + 0.05) >= 0.4);
+  });
+
+  test('the K low-rollouts recommends meets the standard error bound, and K-1 does not', async () => {
+    const o = await runScenario('few-rollouts', 5);
+    const f = o.findings.find((x) => x.detector === 'low-rollouts')!;
+    assert.match(f.message, /K=2 .* 0, 0.5, 1 .* standard error at c=0.5 is 0.35/);
+    assert.ok(standardError(0.5, 10) <= 0.16 && standardError(0.5, 9) > 0.16);
+  });
+});
+
+test('the detector list and the config ids agree (SPEC 6 contract)', () => {
+  assert.deepEqual(DETECTORS.map((d) => d.id).sort(), [...DETECTOR_IDS].sort());
+});

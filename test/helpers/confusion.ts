@@ -1,0 +1,55 @@
+/** Runs every scenario over seeds through `analyze` (in process) and tallies the detector ids. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { analyzePaths } from '../../src/analyze.js';
+import { loadConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/log.js';
+import { EXPECTED, SCENARIO_NAMES, writeScenario, type ScenarioName } from './scenarios.js';
+
+export interface Outcome {
+  scenario: ScenarioName;
+  seed: number;
+  ids: string[];
+  findings: { detector: string; severity: string; round: number | null; step: number | null; message: string }[];
+}
+
+export async function runScenario(name: ScenarioName, seed: number): Promise<Outcome> {
+  const dir = mkdtempSync(path.join(tmpdir(), `barwatch-${name}-`));
+  try {
+    const now = Date.now();
+    writeScenario(dir, name, seed, now);
+    const res = await analyzePaths([dir], loadConfig(null), silentLogger(), () => now);
+    const findings = res.findings.filter((f) => f.severity !== 'info');
+    return { scenario: name, seed, ids: [...new Set(findings.map((f) => f.detector))].sort(), findings };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function confusion(seeds: number[], names: ScenarioName[] = SCENARIO_NAMES): Promise<{ outcomes: Outcome[]; table: string }> {
+  const outcomes: Outcome[] = [];
+  for (const name of names) for (const seed of seeds) outcomes.push(await runScenario(name, seed));
+  const ids = [...new Set([...Object.values(EXPECTED).flat(), ...outcomes.flatMap((o) => o.ids)])].sort();
+  const lines = [`| scenario (${seeds.length} seeds) | expected | exact | ${ids.join(' | ')} |`, `|---|---|---|${ids.map(() => '---').join('|')}|`];
+  for (const name of names) {
+    const mine = outcomes.filter((o) => o.scenario === name);
+    const exact = mine.filter((o) => o.ids.join() === [...EXPECTED[name]].sort().join()).length;
+    const counts = ids.map((id) => mine.filter((o) => o.ids.includes(id)).length);
+    lines.push(`| ${name} | ${EXPECTED[name].join(', ') || '(none)'} | ${exact}/${mine.length} | ${counts.map((c) => (c === 0 ? '.' : String(c))).join(' | ')} |`);
+  }
+  return { outcomes, table: lines.join('\n') };
+}
+
+if (process.argv[1]?.endsWith('confusion.js')) {
+  const n = Number(process.argv[2] ?? 20);
+  const only = process.argv[3] as ScenarioName | undefined;
+  const { outcomes, table } = await confusion(Array.from({ length: n }, (_, i) => i + 1), only ? [only] : SCENARIO_NAMES);
+  console.log(table);
+  for (const o of outcomes) {
+    if (o.ids.join() !== [...EXPECTED[o.scenario]].sort().join()) {
+      console.log(`\n${o.scenario} seed ${o.seed}: ${o.ids.join(', ') || '(none)'}`);
+      for (const f of o.findings) console.log(`  ${f.detector} r${f.round} s${f.step}: ${f.message}`);
+    }
+  }
+}

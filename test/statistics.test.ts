@@ -1,0 +1,71 @@
+/** The detectors' statistics against values computed by hand or known from tables. */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { detrend, fUpper, incompleteBeta, mannKendall, noiseSd, normalCdf, spectralPeak, studentTUpper, theilSen, welch } from '../src/detectors/statistics.js';
+
+const close = (a: number, b: number, tol: number, what: string): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
+
+describe('distribution functions', () => {
+  test('normal, t and F tails match tables', () => {
+    close(normalCdf(1.959964), 0.975, 1e-6, 'Phi(1.96)');
+    close(normalCdf(-1), 0.158655, 1e-6, 'Phi(-1)');
+    close(studentTUpper(2.228, 10), 0.025, 2e-4, 't(10) upper at 2.228');
+    close(studentTUpper(-2.228, 10), 0.975, 2e-4, 't(10) upper at -2.228');
+    close(fUpper(2.98, 10, 10), 0.05, 2e-3, 'F(10,10) upper at 2.98');
+    close(incompleteBeta(0.5, 2, 2), 0.5, 1e-12, 'I_0.5(2,2)');
+  });
+});
+
+describe('trend tests', () => {
+  test('Mann-Kendall: S and z for a short series by hand, ties corrected', () => {
+    const mk = mannKendall([1, 2, 3, 4, 5]);
+    assert.equal(mk.s, 10);
+    close(mk.z, (10 - 1) / Math.sqrt((5 * 4 * 15) / 18), 1e-12, 'z');
+    const tied = mannKendall([1, 1, 2, 2]);
+    assert.equal(tied.s, 4);
+    close(tied.z, (4 - 1) / Math.sqrt((4 * 3 * 13 - 2 * (2 * 1 * 9)) / 18), 1e-12, 'z with ties');
+    assert.ok(mannKendall([5, 4, 3, 2, 1, 0]).pDown < 0.01);
+  });
+
+  test('Theil-Sen ignores an outlier that would tilt least squares', () => {
+    const xs = Array.from({ length: 21 }, (_, i) => 0.5 * i);
+    xs[20] = 100;
+    close(theilSen(xs), 0.5, 1e-12, 'slope');
+  });
+
+  test("Welch's t-test against a worked example", () => {
+    // Two samples: means 20.0 and 22.0, variances 4 and 9, n 10 and 12.
+    const w = welch({ n: 10, mean: 20, variance: 4 }, { n: 12, mean: 22, variance: 9 });
+    close(w.t, 2 / Math.sqrt(0.4 + 0.75), 1e-12, 't');
+    close(w.dof, (1.15 * 1.15) / (0.16 / 9 + 0.5625 / 11), 1e-9, 'dof');
+    assert.ok(w.pHigher < 0.05 && w.pLower > 0.95);
+  });
+});
+
+describe('spectral peak', () => {
+  test('finds the period of a sine under noise and trend, and not in white noise', () => {
+    let seed = 7;
+    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) - 0.5;
+    const sine = Array.from({ length: 64 }, (_, i) => 0.01 * i + 0.15 * Math.sin((2 * Math.PI * i) / 12) + 0.03 * rand());
+    const k = spectralPeak(sine, 4, 32)!;
+    close(k.period, 12.8, 1.5, 'period');
+    assert.ok(k.share > 0.6, `share ${k.share}`);
+    close(k.amplitude, 0.15 / Math.SQRT2, 0.03, 'amplitude');
+    const noise = Array.from({ length: 64 }, () => rand());
+    assert.ok(spectralPeak(noise, 4, 32)!.share < 0.3);
+  });
+
+  test('detrend removes a line; noiseSd reads white noise through a trend', () => {
+    const line = Array.from({ length: 10 }, (_, i) => 3 + 2 * i);
+    for (const r of detrend(line)) close(r, 0, 1e-9, 'residual');
+    let s = 1;
+    const gauss = (): number => {
+      s = (s * 16807) % 2147483647;
+      const u = s / 2147483647;
+      s = (s * 16807) % 2147483647;
+      return Math.sqrt(-2 * Math.log(u)) * Math.cos((2 * Math.PI * s) / 2147483647);
+    };
+    const xs = Array.from({ length: 5000 }, (_, i) => 0.001 * i + 0.2 * gauss());
+    close(noiseSd(xs), 0.2, 0.01, 'noise sd');
+  });
+});
