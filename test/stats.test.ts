@@ -1,22 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Curve, Ewma, History, RollingWindow, Summary } from '../src/runs/stats.js';
-
-/** A seeded generator (mulberry32) and normal samples (Box-Muller). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function normal(r: () => number): number {
-  return Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
-}
+import { normal, rng } from './helpers/random.js';
 
 /** The reference: the textbook two-pass mean and variance over the same values. */
 function twoPass(xs: number[]): { mean: number; variance: number } {

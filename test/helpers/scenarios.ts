@@ -9,6 +9,7 @@
  */
 import { appendFileSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { normal, rng } from './random.js';
 
 export type ScenarioName =
   | 'healthy'
@@ -49,17 +50,6 @@ export interface Write {
   time: number;
 }
 
-function rng(seed: number): () => number {
-  let a = (seed * 2654435761) >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 class Noise {
   private prev = 0;
   constructor(
@@ -69,7 +59,7 @@ class Noise {
 
   /** A standard normal draw, AR(1)-correlated with coefficient phi, unit marginal variance. */
   next(): number {
-    const z = Math.sqrt(-2 * Math.log(1 - this.r())) * Math.cos(2 * Math.PI * this.r());
+    const z = normal(this.r);
     this.prev = this.phi * this.prev + Math.sqrt(1 - this.phi * this.phi) * z;
     return this.prev;
   }
@@ -203,7 +193,7 @@ const f4 = (x: number): string => (Number.isFinite(x) ? String(Math.round(x * 1e
 
 /** The writes of a scenario, oldest first; the last is `endsAgo` before `now`. */
 export function scenarioWrites(name: ScenarioName, seed: number, now = Date.now()): Write[] {
-  const r = rng(seed * 7919 + name.length);
+  const r = rng((seed * 7919 + name.length) * 2654435761);
   const p = plan(name, r, seed);
   const noise = new Noise(r, seed % 2 === 1 ? 0.4 : 0);
   const steps = p.rounds.length * (SEL_STEPS + GEN_STEPS) + 2;
