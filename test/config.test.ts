@@ -52,7 +52,7 @@ describe('invalid configs: one case per file, the exact message', () => {
         [
           'detectors.low-rollouts.min_k: must not be negative',
           'detectors.generator-stall.margin: must be a number, not a string',
-          'detectors.generator-stall.windw: unknown parameter (generator-stall takes: enabled, severity, window, min_points, margin, alpha, min_rise)',
+          'detectors.generator-stall.windw: unknown parameter (generator-stall takes: enabled, severity, window, min_points, margin, alpha, min_rise, horizon)',
           'detectors.stale-run.min_silence: must be a duration such as 500ms, 10s, 5m or 4h',
         ].join('\n'),
     );

@@ -39,7 +39,7 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
     if (last === undefined) continue;
     const w = recent(last, src.name, p.window);
     if (w.values.length >= p.window) {
-      const mk = mannKendall(w.values);
+      const mk = mannKendall(w.values, true);
       const drop = mk.pDown < p.alpha ? -theilSen(w.values) * (w.values.length - 1) : 0;
       if (mk.pDown < p.alpha && drop >= p.min_drop) {
         return {

@@ -19,13 +19,18 @@ interface P extends Params {
   alpha: number;
   /** A rise over the window smaller than this does not count as moving. */
   min_rise: number;
+  /**
+   * Steps within which the trend must close the gap to c - margin to count as moving: a rise of
+   * 0.01 per 128 steps at 0.41 would take the better part of ten rounds, which is a stall.
+   */
+  horizon: number;
 }
 
 export const generatorStall: Detector<P> = {
   id: 'generator-stall',
   scope: 'run',
   description: 'Accuracy stays below the target c by more than margin with no significant upward trend.',
-  defaults: { enabled: true, severity: 'warning', window: 128, min_points: 128, margin: 0.05, alpha: 0.05, min_rise: 0.01 },
+  defaults: { enabled: true, severity: 'warning', window: 128, min_points: 128, margin: 0.05, alpha: 0.01, min_rise: 0.01, horizon: 320 },
   every: () => 8,
   detect(run, p) {
     const src = accuracySources(run)[0];
@@ -35,10 +40,12 @@ export const generatorStall: Detector<P> = {
     const { c, source } = targetOf(run);
     const mean = w.values.reduce((a, b) => a + b, 0) / w.values.length;
     if (!(mean < c - p.margin)) return [];
-    const mk = mannKendall(w.values);
+    const mk = mannKendall(w.values, true);
     // Theil-Sen costs O(n^2 log n): only when Mann-Kendall already sees a trend.
     const change = mk.pUp < p.alpha || mk.pDown < p.alpha ? theilSen(w.values) * (w.values.length - 1) : 0;
-    const rising = mk.pUp < p.alpha && change >= p.min_rise;
+    const gap = c - p.margin - mean;
+    const needed = Math.max(p.min_rise, (gap * (w.values.length - 1)) / p.horizon);
+    const rising = mk.pUp < p.alpha && change >= needed;
     const falling = mk.pDown < p.alpha && -change >= p.min_rise;
     if (rising || falling) return [];
     const round = w.rounds[w.rounds.length - 1] ?? null;
@@ -63,6 +70,8 @@ export const generatorStall: Detector<P> = {
           mann_kendall_z: round3(mk.z),
           p_value_up: +mk.pUp.toPrecision(3),
           theil_sen_change: round3(change),
+          rise_needed: round3(needed),
+          horizon: p.horizon,
         },
         recommendation:
           hints.length > 0

@@ -1,9 +1,11 @@
 /**
  * stale-run: a run that was writing goes silent for much longer than its usual interval
  * (max(min_silence, factor x the median interval between steps)) and has not said it finished.
- * Times are the trainer's own when its records carry them; in `watch` arrival times serve too.
- * Resolves when writing resumes. In `analyze`, a run silent for longer than assume_finished_after
- * is most likely finished: reported as info.
+ * In `watch` the clock is barwatch's own: when records arrived (a record arriving now is news that
+ * the run is alive, whatever time it carries; a backlog read at start-up gives no usual pace, so
+ * min_silence applies). In `analyze` it is the trainer's: the times its records carry; without
+ * them nothing can be said. Resolves when writing resumes. In `analyze`, a run silent for longer
+ * than assume_finished_after most likely finished: reported as info.
  */
 import { parseDuration } from '../config/duration.js';
 import type { RoundState } from '../runs/round.js';
@@ -31,8 +33,7 @@ export function humanDuration(ms: number): string {
 }
 
 function lastActivity(r: RoundState, live: boolean): number | null {
-  if (r.lastTime !== null) return r.lastTime;
-  return live ? r.lastSeen : null;
+  return live ? r.lastSeen : r.lastTime;
 }
 
 export const staleRun: Detector<P> = {
@@ -54,7 +55,7 @@ export const staleRun: Detector<P> = {
       }
     }
     if (latest === null) return [];
-    const times = latest.arrivals.points().values;
+    const times = (ctx.live ? latest.arrivals : latest.stepTimes).points().values;
     if (times.length < p.min_intervals + 1) return [];
     const gaps: number[] = [];
     for (let i = 1; i < times.length; i++) gaps.push(times[i]! - times[i - 1]!);
@@ -79,7 +80,7 @@ export const staleRun: Detector<P> = {
           silence_s: Math.round(silence / 1000),
           usual_interval_s: Math.round(usual / 100) / 10,
           threshold_s: Math.round(threshold / 1000),
-          time_source: latest.lastTime !== null ? 'trainer' : 'arrival',
+          time_source: ctx.live ? 'arrival' : 'trainer',
         },
         recommendation: 'Check the training job (scheduler state, out-of-memory kills, a hung NCCL collective, a full disk) and resume from its last checkpoint.',
       },

@@ -83,8 +83,13 @@ export interface MannKendall {
   pDown: number;
 }
 
-/** Mann-Kendall trend test with the tie correction and continuity correction. O(n^2). */
-export function mannKendall(xs: readonly number[]): MannKendall {
+/**
+ * Mann-Kendall trend test with the tie and continuity corrections. O(n^2). With `serial`, the
+ * variance of S is inflated for lag-1 autocorrelation of the detrended series (Yue and Wang's
+ * effective sample size, first lag): training curves are autocorrelated, and without this the
+ * test finds "trends" in noise far more often than alpha.
+ */
+export function mannKendall(xs: readonly number[], serial = false): MannKendall {
   const n = xs.length;
   let s = 0;
   for (let i = 0; i < n - 1; i++) {
@@ -95,7 +100,8 @@ export function mannKendall(xs: readonly number[]): MannKendall {
   for (const x of xs) counts.set(x, (counts.get(x) ?? 0) + 1);
   let ties = 0;
   for (const t of counts.values()) if (t > 1) ties += t * (t - 1) * (2 * t + 5);
-  const variance = (n * (n - 1) * (2 * n + 5) - ties) / 18;
+  let variance = (n * (n - 1) * (2 * n + 5) - ties) / 18;
+  if (serial && n > 3) variance *= 1 + 2 * (1 - 1 / n) * Math.max(0, lag1(detrend(xs)));
   const z = variance <= 0 ? 0 : s > 0 ? (s - 1) / Math.sqrt(variance) : s < 0 ? (s + 1) / Math.sqrt(variance) : 0;
   return { n, s, z, pUp: 1 - normalCdf(z), pDown: normalCdf(z) };
 }
@@ -110,6 +116,15 @@ function median(xs: ArrayLike<number>): number {
 }
 
 export { median };
+
+/** Lag-1 autocorrelation. */
+export function lag1(xs: readonly number[]): number {
+  const { mean, variance, n } = moments(xs);
+  if (!(variance > 0) || n < 3) return 0;
+  let c = 0;
+  for (let i = 1; i < n; i++) c += (xs[i]! - mean) * (xs[i - 1]! - mean);
+  return c / ((n - 1) * variance);
+}
 
 /** Theil-Sen slope (median of pairwise slopes) per index step. O(n^2). */
 export function theilSen(xs: readonly number[]): number {

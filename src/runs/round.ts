@@ -17,6 +17,7 @@ export interface RoundJSON {
   duplicates: number;
   owners: Record<string, string>;
   arrivals: HistoryJSON;
+  stepTimes?: HistoryJSON;
   series: Record<string, SeriesJSON>;
 }
 
@@ -42,8 +43,10 @@ export class RoundState {
    */
   duplicates = 0;
   private readonly owners = new Map<string, string>();
-  /** (step, time) of recent steps, the trainer's time when it writes one, else the arrival time. */
+  /** (step, arrival time) of recent steps: how often this round is written, as barwatch sees it. */
   arrivals = new History(64);
+  /** (step, trainer time) of recent steps whose records carry a time. */
+  stepTimes = new History(64);
   readonly series = new Map<string, SeriesStats>();
 
   constructor(
@@ -65,7 +68,8 @@ export class RoundState {
     this.records++;
     if (this.lastStep === null || rec.step > this.lastStep) {
       this.steps++;
-      this.arrivals.push(rec.step, rec.time ?? now);
+      this.arrivals.push(rec.step, now);
+      if (rec.time !== undefined) this.stepTimes.push(rec.step, rec.time);
       this.lastStep = rec.step;
     }
     this.firstStep ??= rec.step;
@@ -110,6 +114,7 @@ export class RoundState {
       duplicates: this.duplicates,
       owners: Object.fromEntries(this.owners),
       arrivals: this.arrivals.toJSON(),
+      stepTimes: this.stepTimes.toJSON(),
       series,
     };
   }
@@ -127,6 +132,7 @@ export class RoundState {
     r.duplicates = j.duplicates ?? 0;
     for (const [k, v] of Object.entries(j.owners ?? {})) r.owners.set(k, v);
     r.arrivals = History.from(j.arrivals);
+    if (j.stepTimes !== undefined) r.stepTimes = History.from(j.stepTimes);
     for (const [k, v] of Object.entries(j.series)) r.series.set(k, SeriesStats.from(v, opts));
     return r;
   }
