@@ -84,3 +84,40 @@ describe('barwatch analyze', () => {
     assert.equal(doc.runs[0]!.rounds[0]!.series['boundary']!.n, 2);
   });
 });
+
+describe('barwatch analyze with findings', () => {
+  test('JSON findings have exactly the fields of SPEC 5; exit 1 on a warning', async () => {
+    const { writeScenario } = await import('./helpers/scenarios.js');
+    const root = tempDir();
+    writeScenario(path.join(root, 'osc'), 'oscillating', 2);
+    const { status, doc } = analyzeJson([root]);
+    assert.equal(status, 1);
+    const f = doc.runs[0]!.findings as Record<string, unknown>[];
+    assert.equal(f.length, 2);
+    for (const x of f) {
+      assert.deepEqual(Object.keys(x).sort(), ['detector', 'evidence', 'message', 'recommendation', 'round', 'run', 'severity', 'step']);
+      assert.equal(x['detector'], 'boundary-oscillation');
+      assert.equal(x['severity'], 'warning');
+      assert.equal(x['run'], path.join(root, 'osc'));
+      const ev = x['evidence'] as { peaks: { period: number; power_share: number }[]; window: number };
+      assert.equal(ev.window, 64);
+      assert.equal(ev.peaks.length, 3);
+      assert.ok(ev.peaks.every((p) => p.power_share > 0.3 && p.period >= 4 && p.period <= 32));
+    }
+    assert.deepEqual(f.map((x) => x['round']), [2, 3]);
+  });
+
+  test('text: findings grouped by round, most severe first, with a sparkline of the series', async () => {
+    const { writeScenario } = await import('./helpers/scenarios.js');
+    const root = tempDir();
+    writeScenario(root, 'reward-collapse', 3);
+    const nan = tempDir();
+    writeScenario(nan, 'nan-rewards', 3);
+    const r = barwatch(['analyze', root]);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, /findings: 1\n {4}round 3:\n {6}\[critical\] reward-collapse at step \d+: total collapsed from [\d.]+ to about 0 since step \d+/);
+    assert.match(r.stdout, /\n {8}total, selector round 3: [▁▂▃▄▅▆▇█ ]{48}\n {8}-> Stop the run/);
+    const n = barwatch(['analyze', nan]);
+    assert.match(n.stdout, /round 2:\n {6}\[critical\] nonfinite-reward at step \d+: boundary became NaN at step \d+/);
+  });
+});

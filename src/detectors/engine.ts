@@ -109,8 +109,10 @@ export class DetectorEngine {
         detector: d.id,
         severity: draft.severity,
         run: run.id,
-        round: draft.round,
-        step: prev?.step ?? draft.step,
+        // The round and step at which it first held stay together (a run-scoped finding may
+        // concern later rounds since; its message and evidence are the latest).
+        round: prev !== undefined ? prev.round : draft.round,
+        step: prev !== undefined ? prev.step : draft.step,
         message: draft.message,
         evidence: draft.evidence,
         recommendation: draft.recommendation,

@@ -43,6 +43,8 @@ export function suggestThresholds(f: FilterStats, band: [number, number], curren
 }
 
 export function describeSuggestion(s: ThresholdSuggestion, current: { easy?: number; unsolvable?: number }): string {
-  const from = (x: number | undefined): string => (x === undefined ? '' : `${x} -> `);
-  return `Set easy_threshold ${from(current.easy)}${s.easy} and unsolvable_threshold ${from(current.unsolvable)}${s.unsolvable}: on this run's pre-filter accuracies that keeps ${s.kept} of ${s.total} questions with a boundary share of ${(s.share * 100).toFixed(0)}%.`;
+  const set = (name: string, now: number | undefined, next: number): string =>
+    now === next ? `keep ${name} at ${next}` : `set ${name} ${now === undefined ? '' : `${now} -> `}${next}`;
+  const text = `${set('easy_threshold', current.easy, s.easy)} and ${set('unsolvable_threshold', current.unsolvable, s.unsolvable)}`;
+  return `${text[0]!.toUpperCase()}${text.slice(1)}: on this run's pre-filter accuracies that keeps ${s.kept} of ${s.total} questions with a boundary share of ${(s.share * 100).toFixed(0)}%.`;
 }
