@@ -8,6 +8,10 @@ import type { FSWatcher } from 'chokidar';
 import type { Config } from './config/load.js';
 import type { Logger } from './log.js';
 import { AlertLog } from './alerting/console.js';
+import { Alerting } from './alerting/service.js';
+import { buildNotifiers } from './notifiers/index.js';
+import type { Notifier } from './notifiers/types.js';
+import { findingSparkline } from './report/text.js';
 import { DetectorEngine, type Transition } from './detectors/engine.js';
 import { classifyFile } from './parsers/index.js';
 import { Pipeline } from './pipeline.js';
@@ -28,6 +32,10 @@ export interface DaemonOptions {
   sweepIntervalMs?: number;
   /** Where console alerts go (stdout). */
   alertStream?: NodeJS.WritableStream;
+  /** Channels; by default built from the config. */
+  notifiers?: Notifier[];
+  /** How often alerts are advanced and the outbox pumped. */
+  alertTickMs?: number;
 }
 
 export const STATE_FILE = 'state.json';
@@ -45,6 +53,9 @@ export class Daemon {
   private readonly engine: DetectorEngine;
   private readonly alerts: AlertLog;
   private alertError: string | null = null;
+  private alerting: Alerting | null = null;
+  private alertTicking: Promise<void> = Promise.resolve();
+  private saving: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
@@ -64,6 +75,7 @@ export class Daemon {
       const level = t.kind === 'resolved' ? 'info' : f.severity === 'info' ? 'info' : 'warn';
       this.log[level]({ run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind }, `${t.kind}: ${f.detector}: ${f.message}`);
     }
+    void this.alertTick();
     const err = this.alerts.record(ts);
     const code = err === null ? null : ((err as NodeJS.ErrnoException).code ?? 'error');
     if (code !== this.alertError) {
@@ -89,6 +101,25 @@ export class Daemon {
     const loaded = await loadState(this.statePath, this.now());
     for (const p of loaded.problems) this.log.warn({ stateDir: config.stateDir }, p);
     if (loaded.state !== null) this.log.info({ files: Object.keys(loaded.state.files).length, runs: loaded.state.runs.length, savedAt: loaded.state.savedAt }, 'resuming from saved state');
+    this.alerting = new Alerting({
+      stateDir: config.stateDir,
+      lifecycle: { forMs: config.alerting.forMs, keepFiringForMs: config.alerting.keepFiringForMs },
+      dispatch: {
+        groupWaitMs: config.alerting.groupWaitMs,
+        groupIntervalMs: config.alerting.groupIntervalMs,
+        repeatIntervalMs: config.alerting.repeatIntervalMs,
+        resolveNotify: config.alerting.resolveNotify,
+      },
+      notifiers: this.opts.notifiers ?? buildNotifiers(config),
+      log: this.log,
+      now: this.now,
+      sparkline: (a) => {
+        const run = this.pipeline?.registry.get(a.finding.run);
+        return run === undefined ? null : findingSparkline(run, a.finding);
+      },
+    });
+    await this.alerting.init(loaded.state?.alerting);
+    if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
     this.pipeline = new Pipeline(
       { parser: config.parser, tail: config.tail, stats: config.stats, now: this.now, log: this.log, engine: this.engine, live: true, onTransitions: (t) => this.onTransitions(t) },
       loaded.state,
@@ -118,6 +149,8 @@ export class Daemon {
     await this.checkpoint();
     this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
     this.every(config.watch.statusIntervalMs, () => this.status());
+    this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
+    void this.alertTick();
     this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
     this.status();
   }
@@ -185,6 +218,21 @@ export class Daemon {
     }
   }
 
+  /** Advances alerts and sends what is due; one tick at a time. */
+  alertTick(): Promise<void> {
+    const a = this.alerting;
+    if (a === null) return Promise.resolve();
+    this.alertTicking = this.alertTicking.then(() => a.tick(this.engine.findings())).catch((err: unknown) => {
+      this.log.error({ err: (err as Error).message }, 'alerting tick failed');
+    });
+    return this.alertTicking;
+  }
+
+  /** The alerting stages (for tests and test-alert). */
+  get alerter(): Alerting | null {
+    return this.alerting;
+  }
+
   status(): void {
     const p = this.pipeline;
     if (p === null) return;
@@ -195,12 +243,19 @@ export class Daemon {
     );
   }
 
-  /** Saves offsets and statistics together. A failure is logged once until it changes. */
-  async checkpoint(): Promise<void> {
+  /** Saves offsets and statistics together, one save at a time. A failure is logged once until it changes. */
+  checkpoint(): Promise<void> {
+    this.saving = this.saving.then(() => this.saveOnce());
+    return this.saving;
+  }
+
+  private async saveOnce(): Promise<void> {
     const p = this.pipeline;
     if (p === null) return;
     try {
-      await writeAtomic(this.statePath, JSON.stringify(p.state()));
+      const state = p.state();
+      if (this.alerting !== null) state.alerting = this.alerting.toJSON();
+      await writeAtomic(this.statePath, JSON.stringify(state));
       if (this.checkpointError !== null) {
         this.log.info({ stateDir: this.opts.config.stateDir }, 'state saved again');
         this.checkpointError = null;
@@ -221,7 +276,9 @@ export class Daemon {
     await this.watcher?.close();
     this.queue.clear();
     await this.idle();
+    await this.alertTick();
     await this.checkpoint();
+    await this.alerting?.close();
     await this.pipeline?.close();
     this.log.info('stopped; state saved');
   }

@@ -50,7 +50,7 @@ export interface Config {
   parser: ParserOptions;
   tail: TailOptions;
   stats: StatsOptions;
-  alerting: { groupWaitMs: number; repeatIntervalMs: number; resolveNotify: boolean };
+  alerting: { forMs: number; keepFiringForMs: number; groupWaitMs: number; groupIntervalMs: number; repeatIntervalMs: number; resolveNotify: boolean };
   notify: {
     slack?: { webhookUrl: Secret };
     email?: {
@@ -349,7 +349,10 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
       maxSeries: raw.stats.max_series,
     },
     alerting: {
+      forMs: ms(raw.alerting.for),
+      keepFiringForMs: ms(raw.alerting.keep_firing_for),
       groupWaitMs: ms(raw.alerting.group_wait),
+      groupIntervalMs: ms(raw.alerting.group_interval),
       repeatIntervalMs: ms(raw.alerting.repeat_interval),
       resolveNotify: raw.alerting.resolve_notify,
     },

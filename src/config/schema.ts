@@ -57,7 +57,13 @@ const stats = z.strictObject({
 });
 
 const alerting = z.strictObject({
+  /** A finding must hold this long before its alert fires. */
+  for: duration.default('0s'),
+  /** A firing alert resolves only after its finding has stopped holding this long. */
+  keep_firing_for: duration.default('0s'),
   group_wait: duration.default('10s'),
+  /** Wait before notifying changes to a group that was already notified. */
+  group_interval: duration.default('1m'),
   repeat_interval: duration.default('4h'),
   resolve_notify: z.boolean().default(true),
 });

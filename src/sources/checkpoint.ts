@@ -6,6 +6,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import type { AlertingJSON } from '../alerting/service.js';
 import type { EngineJSON } from '../detectors/engine.js';
 import type { RunJSON } from '../runs/run.js';
 import type { FileCheckpoint } from './file-source.js';
@@ -19,6 +20,8 @@ export interface StateFile {
   runs: RunJSON[];
   /** Findings that hold, and when each detector last ran. */
   engine?: EngineJSON;
+  /** Alerts and notification groups. */
+  alerting?: AlertingJSON;
 }
 
 export async function writeAtomic(file: string, data: string): Promise<void> {

@@ -1,0 +1,69 @@
+/**
+ * Findings become alerts (Alertmanager's model): pending while a finding must hold for `for`,
+ * then firing; a firing alert whose finding stops holding resolves after `keep_firing_for`.
+ * A pending alert whose finding goes away never fired and is dropped without a word.
+ */
+import type { Finding } from '../detectors/types.js';
+import type { Alert } from './types.js';
+
+export interface LifecycleOptions {
+  forMs: number;
+  keepFiringForMs: number;
+}
+
+export function alertKey(f: Finding): string {
+  return `${f.run}|${f.detector}|${f.round ?? '-'}`;
+}
+
+export class AlertBook {
+  readonly alerts = new Map<string, Alert>();
+
+  constructor(private readonly opts: LifecycleOptions) {}
+
+  /** Brings the alerts up to date with the findings that hold now. Returns the keys that changed state. */
+  update(findings: readonly Finding[], now: number): Alert[] {
+    const changed: Alert[] = [];
+    const holding = new Set<string>();
+    for (const f of findings) {
+      const key = alertKey(f);
+      holding.add(key);
+      let a = this.alerts.get(key);
+      if (a === undefined || a.state === 'resolved') {
+        a = { key, fingerprint: `${key}@${f.step ?? '-'}`, state: 'pending', finding: f, activeSince: now, firingSince: null, lastHeld: now, resolvedAt: null };
+        this.alerts.set(key, a);
+      }
+      a.finding = f;
+      a.lastHeld = now;
+      if (a.state === 'pending' && now - a.activeSince >= this.opts.forMs) {
+        a.state = 'firing';
+        a.firingSince = now;
+        changed.push(a);
+      }
+    }
+    for (const a of this.alerts.values()) {
+      if (holding.has(a.key)) continue;
+      if (a.state === 'pending') {
+        this.alerts.delete(a.key);
+      } else if (a.state === 'firing' && now - a.lastHeld >= this.opts.keepFiringForMs) {
+        a.state = 'resolved';
+        a.resolvedAt = now;
+        changed.push(a);
+      }
+    }
+    return changed;
+  }
+
+  /** Forgets a resolved alert once its resolution has been dealt with. */
+  forget(key: string): void {
+    const a = this.alerts.get(key);
+    if (a?.state === 'resolved') this.alerts.delete(key);
+  }
+
+  toJSON(): Alert[] {
+    return [...this.alerts.values()];
+  }
+
+  restore(list: Alert[] | undefined): void {
+    for (const a of list ?? []) this.alerts.set(a.key, a);
+  }
+}

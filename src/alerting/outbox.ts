@@ -1,0 +1,210 @@
+/**
+ * Nothing lost: every notification is written to `<state_dir>/outbox/` (temp file, fsync,
+ * rename) before it is sent, and removed only after the channel accepted it and the send was
+ * appended to `<state_dir>/notifications.jsonl`. Failures retry with exponential backoff and full
+ * jitter per channel, honouring Retry-After; 4xx other than 429 are not retried and move to
+ * `outbox/failed/`. After a restart the outbox resumes; the notification log stops a repeat of
+ * anything a channel had accepted. (A crash in the instant between the channel's answer and the
+ * log write can still repeat that one message: no webhook offers an idempotency key.)
+ */
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../log.js';
+import type { Notifier } from '../notifiers/types.js';
+import { writeAtomic } from '../sources/checkpoint.js';
+import type { Notification } from './types.js';
+
+export interface OutboxOptions {
+  baseBackoffMs: number;
+  maxBackoffMs: number;
+  /** Jitter source in [0, 1); injected so tests are repeatable. */
+  random?: () => number;
+}
+
+interface Entry {
+  notification: Notification;
+  attempts: number;
+  nextAttempt: number;
+  lastError: string | null;
+}
+
+interface ChannelState {
+  failures: number;
+  nextAttempt: number;
+  /** The error last logged, so a failure is logged when it starts and when it changes. */
+  logged: string | null;
+}
+
+export interface DeliveryRecord {
+  time: string;
+  id: string;
+  dedupeKey: string;
+  channel: string;
+  group: string;
+  attempts: number;
+}
+
+const LOG_KEEP = 10_000;
+
+export class Outbox {
+  readonly dir: string;
+  readonly logFile: string;
+  private readonly entries = new Map<string, Entry>();
+  private readonly sent = new Set<string>();
+  private readonly channels = new Map<string, ChannelState>();
+  private pumping: Promise<void> | null = null;
+  /** Deliveries and permanent failures, for tests and metrics. */
+  readonly counters = { sent: new Map<string, number>(), failed: new Map<string, number>() };
+
+  constructor(
+    stateDir: string,
+    private readonly notifiers: Map<string, Notifier>,
+    private readonly log: Logger,
+    private readonly now: () => number,
+    private readonly opts: OutboxOptions = { baseBackoffMs: 1000, maxBackoffMs: 300_000 },
+  ) {
+    this.dir = path.join(stateDir, 'outbox');
+    this.logFile = path.join(stateDir, 'notifications.jsonl');
+  }
+
+  /** Loads what a previous process left: queued entries and the log of what was sent. */
+  async init(): Promise<void> {
+    await fsp.mkdir(path.join(this.dir, 'failed'), { recursive: true });
+    if (existsSync(this.logFile)) {
+      const lines = readFileSync(this.logFile, 'utf8').split('\n').filter((l) => l.trim() !== '');
+      for (const l of lines.slice(-LOG_KEEP)) {
+        try {
+          this.sent.add((JSON.parse(l) as DeliveryRecord).dedupeKey);
+        } catch {
+          // A torn last line (kill -9 mid-append) is ignored.
+        }
+      }
+    }
+    for (const name of await fsp.readdir(this.dir)) {
+      if (!name.endsWith('.json')) continue;
+      try {
+        const e = JSON.parse(await fsp.readFile(path.join(this.dir, name), 'utf8')) as Entry;
+        if (this.sent.has(e.notification.dedupeKey)) {
+          await fsp.rm(path.join(this.dir, name), { force: true });
+          continue;
+        }
+        this.entries.set(e.notification.id, e);
+      } catch {
+        await fsp.rename(path.join(this.dir, name), path.join(this.dir, 'failed', `${name}.unreadable`)).catch(() => undefined);
+      }
+    }
+    if (this.entries.size > 0) this.log.info({ queued: this.entries.size }, 'resuming the notification outbox');
+  }
+
+  get depth(): number {
+    return this.entries.size;
+  }
+
+  pending(): Notification[] {
+    return [...this.entries.values()].map((e) => e.notification);
+  }
+
+  /** Queues a notification durably; false (with the reason logged) when it was already queued or sent. */
+  async enqueue(n: Notification): Promise<boolean> {
+    const queued = [...this.entries.values()].some((e) => e.notification.dedupeKey === n.dedupeKey);
+    if (queued || this.sent.has(n.dedupeKey)) {
+      this.log.info({ channel: n.channel, group: n.group, notifier: n.channel }, `not queued: the same notification was already ${queued ? 'queued' : 'sent'}`);
+      return false;
+    }
+    const e: Entry = { notification: n, attempts: 0, nextAttempt: this.now(), lastError: null };
+    await writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e));
+    this.entries.set(n.id, e);
+    return true;
+  }
+
+  /** Sends what is due, oldest first, one channel in backoff never delaying the others. */
+  pump(): Promise<void> {
+    this.pumping ??= this.pumpOnce().finally(() => {
+      this.pumping = null;
+    });
+    return this.pumping;
+  }
+
+  private backoff(failures: number, retryAfter?: number): number {
+    if (retryAfter !== undefined) return retryAfter;
+    const exp = Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** Math.max(0, failures - 1));
+    const r = (this.opts.random ?? Math.random)();
+    return Math.round(exp / 2 + (exp / 2) * r);
+  }
+
+  private async pumpOnce(): Promise<void> {
+    const order = [...this.entries.values()].sort((a, b) => a.notification.createdAt.localeCompare(b.notification.createdAt));
+    const blocked = new Set<string>();
+    for (const e of order) {
+      const n = e.notification;
+      const now = this.now();
+      const ch = this.channels.get(n.channel) ?? { failures: 0, nextAttempt: 0, logged: null };
+      this.channels.set(n.channel, ch);
+      if (blocked.has(n.channel) || ch.nextAttempt > now || e.nextAttempt > now) continue;
+      const notifier = this.notifiers.get(n.channel);
+      if (notifier === undefined) {
+        await this.fail(e, `channel ${n.channel} is no longer configured`);
+        continue;
+      }
+      e.attempts++;
+      const r = await notifier.send(n);
+      const log = this.log.child({ notifier: n.channel, group: n.group });
+      if (r.ok) {
+        await this.delivered(e);
+        if (ch.logged !== null) log.info({ attempts: e.attempts }, `${n.channel} accepts notifications again`);
+        ch.failures = 0;
+        ch.nextAttempt = 0;
+        ch.logged = null;
+        log.info({ id: n.id, reason: n.reason, alerts: n.alerts.length, attempts: e.attempts }, `sent to ${n.channel}: ${n.reason}`);
+        continue;
+      }
+      if (!r.retry) {
+        log.error({ id: n.id, attempts: e.attempts }, `${n.channel} refused a notification: ${r.error}; not retried, kept in outbox/failed`);
+        await this.fail(e, r.error);
+        continue;
+      }
+      ch.failures++;
+      const wait = this.backoff(ch.failures, r.retryAfterMs);
+      ch.nextAttempt = this.now() + wait;
+      e.nextAttempt = ch.nextAttempt;
+      e.lastError = r.error;
+      blocked.add(n.channel);
+      if (ch.logged !== r.error) {
+        log.warn({ id: n.id, attempts: e.attempts, retryInMs: wait, queued: this.entries.size }, `cannot send to ${n.channel}: ${r.error}; retrying with backoff`);
+        ch.logged = r.error;
+      }
+      await writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e)).catch(() => undefined);
+    }
+  }
+
+  private async delivered(e: Entry): Promise<void> {
+    const n = e.notification;
+    const rec: DeliveryRecord = { time: new Date(this.now()).toISOString(), id: n.id, dedupeKey: n.dedupeKey, channel: n.channel, group: n.group, attempts: e.attempts };
+    appendFileSync(this.logFile, JSON.stringify(rec) + '\n');
+    this.sent.add(n.dedupeKey);
+    this.entries.delete(n.id);
+    this.counters.sent.set(n.channel, (this.counters.sent.get(n.channel) ?? 0) + 1);
+    await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true });
+  }
+
+  private async fail(e: Entry, error: string): Promise<void> {
+    const n = e.notification;
+    e.lastError = error;
+    this.entries.delete(n.id);
+    this.counters.failed.set(n.channel, (this.counters.failed.get(n.channel) ?? 0) + 1);
+    await writeAtomic(path.join(this.dir, 'failed', `${n.id}.json`), JSON.stringify(e)).catch(() => undefined);
+    await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true });
+  }
+
+  /** When the next entry is due (ms), or null when the outbox is empty. */
+  nextDue(): number | null {
+    let next: number | null = null;
+    for (const e of this.entries.values()) {
+      const ch = this.channels.get(e.notification.channel);
+      const t = Math.max(e.nextAttempt, ch?.nextAttempt ?? 0);
+      if (next === null || t < next) next = t;
+    }
+    return next;
+  }
+}

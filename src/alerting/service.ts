@@ -1,0 +1,80 @@
+/**
+ * The alerting stages in order: findings -> alert lifecycle -> grouping, dedup and silences ->
+ * durable outbox -> notifiers. Time is injected; `tick` is called by a timer in the daemon and
+ * directly by tests with a simulated clock.
+ */
+import type { Finding } from '../detectors/types.js';
+import type { Logger } from '../log.js';
+import type { Notifier } from '../notifiers/types.js';
+import { dedupeKey, Dispatcher, newId, type DispatchOptions, type Sparkline } from './dispatch.js';
+import { AlertBook, type LifecycleOptions } from './lifecycle.js';
+import { Outbox, type OutboxOptions } from './outbox.js';
+import { SilenceStore } from './silences.js';
+import type { Alert } from './types.js';
+
+export interface AlertingOptions {
+  stateDir: string;
+  lifecycle: LifecycleOptions;
+  dispatch: DispatchOptions;
+  notifiers: Notifier[];
+  log: Logger;
+  now: () => number;
+  outbox?: OutboxOptions;
+  sparkline?: Sparkline;
+}
+
+export interface AlertingJSON {
+  alerts: Alert[];
+  groups: ReturnType<Dispatcher['toJSON']>;
+}
+
+export class Alerting {
+  readonly book: AlertBook;
+  readonly dispatcher: Dispatcher;
+  readonly silences: SilenceStore;
+  readonly outbox: Outbox;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: AlertingOptions) {
+    this.book = new AlertBook(opts.lifecycle);
+    this.dispatcher = new Dispatcher(opts.dispatch);
+    this.silences = SilenceStore.in(opts.stateDir);
+    this.log = opts.log.child({ component: 'alerting' });
+    this.outbox = new Outbox(opts.stateDir, new Map(opts.notifiers.map((n) => [n.name, n])), this.log, opts.now, opts.outbox);
+  }
+
+  get channels(): string[] {
+    return this.opts.notifiers.map((n) => n.name);
+  }
+
+  async init(restored?: AlertingJSON): Promise<void> {
+    this.book.restore(restored?.alerts);
+    this.dispatcher.restore(restored?.groups);
+    await this.outbox.init();
+  }
+
+  /** Advances alerts with the findings that hold now, queues what is due, sends what it can. */
+  async tick(findings: readonly Finding[]): Promise<void> {
+    const now = this.opts.now();
+    this.book.update(findings, now);
+    const res = this.dispatcher.tick(this.book, this.silences, now, this.opts.sparkline);
+    for (const d of res.decisions) {
+      this.log.info({ group: d.group, send: d.send, channels: this.channels }, `${d.send ? 'notify' : 'hold'}: ${d.reason}`);
+    }
+    for (const n of res.notifications) {
+      const epoch = n.reason === 'repeat interval elapsed' ? n.createdAt : '';
+      for (const channel of this.channels) {
+        await this.outbox.enqueue({ ...n, id: newId(), channel, dedupeKey: dedupeKey(channel, n, epoch) });
+      }
+    }
+    await this.outbox.pump();
+  }
+
+  toJSON(): AlertingJSON {
+    return { alerts: this.book.toJSON(), groups: this.dispatcher.toJSON() };
+  }
+
+  async close(): Promise<void> {
+    for (const n of this.opts.notifiers) await n.close?.();
+  }
+}

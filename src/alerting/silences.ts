@@ -1,0 +1,95 @@
+/**
+ * Silences (`barwatch silence add --run GLOB --detector ID --for 2h --comment ...`), stored in
+ * `<state_dir>/silences.json`. A silenced alert is not notified; it still resolves, quietly.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { writeAtomic } from '../sources/checkpoint.js';
+import type { Alert } from './types.js';
+
+export interface Silence {
+  id: string;
+  /** Glob over the run path: `*` matches anything but `/`, `**` anything, `?` one character. */
+  run: string;
+  /** A detector id, or `*`. */
+  detector: string;
+  createdAt: string;
+  endsAt: string;
+  comment: string;
+}
+
+export function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '*' && glob[i + 1] === '*') {
+      re += '.*';
+      i++;
+    } else if (c === '*') re += '[^/]*';
+    else if (c === '?') re += '[^/]';
+    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`);
+}
+
+export class SilenceStore {
+  private list: Silence[] = [];
+  private mtime = -1;
+
+  constructor(readonly file: string) {}
+
+  static in(stateDir: string): SilenceStore {
+    return new SilenceStore(path.join(stateDir, 'silences.json'));
+  }
+
+  /** Re-reads the file when it changed (the CLI writes it while the daemon runs). */
+  load(): Silence[] {
+    let m: number;
+    try {
+      m = statSync(this.file).mtimeMs;
+    } catch {
+      this.list = [];
+      return this.list;
+    }
+    if (m !== this.mtime) {
+      this.mtime = m;
+      try {
+        const v = JSON.parse(readFileSync(this.file, 'utf8')) as unknown;
+        this.list = Array.isArray(v) ? (v as Silence[]) : [];
+      } catch {
+        this.list = [];
+      }
+    }
+    return this.list;
+  }
+
+  active(now: number): Silence[] {
+    return this.load().filter((s) => Date.parse(s.endsAt) > now);
+  }
+
+  match(a: Alert, now: number): Silence | null {
+    for (const s of this.active(now)) {
+      if ((s.detector === '*' || s.detector === a.finding.detector) && globToRegExp(s.run).test(a.finding.run)) return s;
+    }
+    return null;
+  }
+
+  async add(s: Omit<Silence, 'id' | 'createdAt'>, now: number): Promise<Silence> {
+    const silence: Silence = { id: randomUUID().slice(0, 8), createdAt: new Date(now).toISOString(), ...s };
+    const list = this.load().filter((x) => Date.parse(x.endsAt) > now);
+    list.push(silence);
+    await writeAtomic(this.file, JSON.stringify(list, null, 2));
+    this.mtime = -1;
+    return silence;
+  }
+
+  async remove(id: string): Promise<boolean> {
+    const list = this.load();
+    const next = list.filter((s) => s.id !== id);
+    if (next.length === list.length) return false;
+    await writeAtomic(this.file, JSON.stringify(next, null, 2));
+    this.mtime = -1;
+    return true;
+  }
+}

@@ -1,0 +1,53 @@
+/** Alerts and notifications: what the alerting stages pass between them. */
+import type { Finding, Severity } from '../detectors/types.js';
+
+export type AlertState = 'pending' | 'firing' | 'resolved';
+
+/** A finding followed over time, keyed by (run, detector, round). */
+export interface Alert {
+  key: string;
+  /** Identity that survives restarts: the key and the step at which the finding first held. */
+  fingerprint: string;
+  state: AlertState;
+  finding: Finding;
+  /** When the finding was first seen holding (ms). */
+  activeSince: number;
+  firingSince: number | null;
+  /** The last time the finding was seen holding. */
+  lastHeld: number;
+  resolvedAt: number | null;
+}
+
+export interface NotifiedAlert {
+  key: string;
+  fingerprint: string;
+  status: 'firing' | 'resolved';
+  detector: string;
+  severity: Severity;
+  run: string;
+  round: number | null;
+  step: number | null;
+  message: string;
+  evidence: Record<string, unknown>;
+  recommendation: string | null;
+  sparkline: string | null;
+  startsAt: string;
+  endsAt: string | null;
+}
+
+/** One message to one channel about one group (a run): its firing and resolved alerts. */
+export interface Notification {
+  id: string;
+  /** Same content, same dedupe key: a notification is never queued twice for a channel. */
+  dedupeKey: string;
+  channel: string;
+  group: string;
+  reason: string;
+  createdAt: string;
+  alerts: NotifiedAlert[];
+  /** A test notification (barwatch test-alert). */
+  test?: boolean;
+}
+
+/** What a notifier says about one attempt (Alertmanager's (retry bool, err)). */
+export type SendResult = { ok: true } | { ok: false; retry: boolean; retryAfterMs?: number; error: string };

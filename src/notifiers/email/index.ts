@@ -1,0 +1,71 @@
+/**
+ * Email over SMTP (nodemailer): STARTTLS on 587 or TLS on 465, optional auth; a plain-text and an
+ * HTML part, content HTML-escaped, a subject that says severity, run and detector. SMTP 4xx
+ * replies and connection errors are retried; 5xx replies are not. The password never leaves.
+ */
+import nodemailer from 'nodemailer';
+import type { Notification, SendResult } from '../../alerting/types.js';
+import { redact, type Secret } from '../../config/secret.js';
+import { escapeHtml, keyEvidence, plainText, title, where } from '../render.js';
+import type { Notifier } from '../types.js';
+
+export interface EmailOptions {
+  smtp: { host: string; port: number; secure: boolean; user?: string; pass?: Secret };
+  from: string;
+  to: string[];
+  /** Loopback tests use self-signed certificates. */
+  tls?: { rejectUnauthorized: boolean };
+}
+
+export function emailHtml(n: Notification): string {
+  if (n.test === true) return '<p>This is a test notification from barwatch: this channel works.</p>';
+  const parts: string[] = [];
+  for (const a of n.alerts) {
+    const color = a.status === 'resolved' ? '#2e7d32' : a.severity === 'critical' ? '#c62828' : a.severity === 'warning' ? '#ef6c00' : '#1565c0';
+    const at = where(a);
+    parts.push(`<h3 style="color:${color}">${a.status === 'resolved' ? 'RESOLVED' : a.severity.toUpperCase()} ${escapeHtml(a.detector)}</h3>`);
+    parts.push(`<p><b>Run</b> ${escapeHtml(a.run)}${at ? ` &middot; ${escapeHtml(at)}` : ''}</p>`);
+    parts.push(`<p>${escapeHtml(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message)}</p>`);
+    if (a.status === 'firing') {
+      const ev = keyEvidence(a);
+      if (ev.length > 0) parts.push(`<ul>${ev.map((e) => `<li>${escapeHtml(e)}</li>`).join('')}</ul>`);
+      if (a.sparkline) parts.push(`<pre>${escapeHtml(a.sparkline)}</pre>`);
+      if (a.recommendation) parts.push(`<p><b>Recommendation</b> ${escapeHtml(a.recommendation)}</p>`);
+    }
+  }
+  return `<!doctype html><html><body style="font-family:sans-serif">${parts.join('\n')}</body></html>`;
+}
+
+export function createEmailNotifier(opts: EmailOptions): Notifier {
+  const transport = nodemailer.createTransport({
+    host: opts.smtp.host,
+    port: opts.smtp.port,
+    secure: opts.smtp.secure,
+    ...(opts.smtp.user !== undefined ? { auth: { user: opts.smtp.user, pass: opts.smtp.pass?.reveal() ?? '' } } : {}),
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 20_000,
+    ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
+  });
+  const secrets = [opts.smtp.pass];
+  return {
+    name: 'email',
+    async send(n: Notification): Promise<SendResult> {
+      try {
+        await transport.sendMail({ from: opts.from, to: opts.to, subject: title(n), text: plainText(n), html: emailHtml(n) });
+        return { ok: true };
+      } catch (err) {
+        const e = err as { responseCode?: number; code?: string; message: string };
+        if (typeof e.responseCode === 'number') {
+          const transient = e.responseCode >= 400 && e.responseCode < 500;
+          return { ok: false, retry: transient, error: redact(`SMTP server answered ${e.responseCode}${transient ? '' : ' (not retried)'}`, secrets) };
+        }
+        const permanent = e.code === 'EAUTH' || e.code === 'EENVELOPE';
+        return { ok: false, retry: !permanent, error: redact(`SMTP ${e.code ?? 'error'}${permanent ? ' (not retried)' : ''}`, secrets) };
+      }
+    },
+    async close(): Promise<void> {
+      transport.close();
+    },
+  };
+}

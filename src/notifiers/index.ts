@@ -1,0 +1,20 @@
+/** Every notifier, built from the config in one place. Console and alerts.jsonl are always on (alerting/console.ts). */
+import type { Config } from '../config/load.js';
+import { createAlertmanagerNotifier } from './alertmanager/index.js';
+import { createEmailNotifier } from './email/index.js';
+import { createSlackNotifier } from './slack/index.js';
+import type { Notifier } from './types.js';
+
+export interface NotifierOverrides {
+  /** Tests against a loopback SMTP server with a self-signed certificate. */
+  emailTls?: { rejectUnauthorized: boolean };
+}
+
+export function buildNotifiers(config: Config, o: NotifierOverrides = {}): Notifier[] {
+  const out: Notifier[] = [];
+  const n = config.notify;
+  if (n.slack !== undefined) out.push(createSlackNotifier({ webhookUrl: n.slack.webhookUrl }));
+  if (n.email !== undefined) out.push(createEmailNotifier({ ...n.email, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
+  if (n.alertmanager !== undefined) out.push(createAlertmanagerNotifier({ url: n.alertmanager.url }));
+  return out;
+}

@@ -1,0 +1,51 @@
+/** Text shared by the notifiers: titles, evidence lines, escaping for Slack and HTML. */
+import type { Notification, NotifiedAlert } from '../alerting/types.js';
+
+export function escapeSlack(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
+
+export function where(a: NotifiedAlert): string {
+  return [a.round !== null ? `round ${a.round}` : null, a.step !== null ? `step ${a.step}` : null].filter(Boolean).join(', ');
+}
+
+export function title(n: Notification): string {
+  if (n.test === true) return 'barwatch test notification';
+  const firing = n.alerts.filter((a) => a.status === 'firing');
+  const top = firing[0] ?? n.alerts[0]!;
+  const more = n.alerts.length > 1 ? ` (+${n.alerts.length - 1} more)` : '';
+  const state = firing.length > 0 ? top.severity.toUpperCase() : 'RESOLVED';
+  return `[${state}] ${top.detector} in ${top.run}${more}`;
+}
+
+/** The few evidence numbers worth a line: scalars only, at most `max`. */
+export function keyEvidence(a: NotifiedAlert, max = 6): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(a.evidence)) {
+    if (out.length >= max) break;
+    if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') out.push(`${k}: ${v}`);
+  }
+  return out;
+}
+
+export function plainText(n: Notification): string {
+  if (n.test === true) return 'This is a test notification from barwatch: this channel works.\n';
+  const lines: string[] = [];
+  for (const a of n.alerts) {
+    const at = where(a);
+    lines.push(`${a.status === 'resolved' ? 'RESOLVED' : a.severity.toUpperCase()} ${a.detector} - ${a.run}${at ? ` (${at})` : ''}`);
+    lines.push(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message);
+    if (a.status === 'firing') {
+      const ev = keyEvidence(a);
+      if (ev.length > 0) lines.push(`Evidence: ${ev.join('; ')}`);
+      if (a.sparkline) lines.push(a.sparkline);
+      if (a.recommendation) lines.push(`Recommendation: ${a.recommendation}`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
