@@ -6,6 +6,11 @@ import { ConfigError, loadConfig, type Config } from './config/load.js';
 import { createLogger, silentLogger } from './log.js';
 import { analyzeDocument } from './report/json.js';
 import { renderText } from './report/text.js';
+import { SilenceStore } from './alerting/silences.js';
+import { parseDuration } from './config/duration.js';
+import { buildNotifiers } from './notifiers/index.js';
+import { DETECTOR_IDS } from './config/schema.js';
+import { newId } from './alerting/dispatch.js';
 
 /** Exit statuses of SPEC 5. */
 export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
@@ -111,6 +116,70 @@ export function buildProgram(): Command {
         process.stderr.write(`${err.problems.length} problem(s) found\n`);
         process.exitCode = EXIT.usage;
       }
+    });
+
+  const silence = program.command('silence').description('silence alerts of matching runs and detectors (stored in state_dir)');
+  silence
+    .command('add')
+    .description('add a silence')
+    .requiredOption('--run <glob>', 'run path glob (* within a folder name, ** across folders)')
+    .option('--detector <id>', 'detector id, or * for all', '*')
+    .requiredOption('--for <duration>', 'how long, e.g. 2h')
+    .option('--comment <text>', 'why', '')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .action(async (opts: { run: string; detector: string; for: string; comment: string; config?: string }) => {
+      const config = configOrExit(opts.config);
+      const ms = parseDuration(opts.for);
+      if (ms === null) fail(`--for: ${opts.for} is not a duration such as 30m or 2h`);
+      if (opts.detector !== '*' && !(DETECTOR_IDS as readonly string[]).includes(opts.detector)) fail(`--detector: unknown detector ${opts.detector} (one of ${DETECTOR_IDS.join(', ')})`);
+      const now = Date.now();
+      const s = await SilenceStore.in(config.stateDir).add({ run: opts.run, detector: opts.detector, endsAt: new Date(now + ms).toISOString(), comment: opts.comment }, now);
+      process.stdout.write(`silence ${s.id}: ${s.detector} on ${s.run} until ${s.endsAt}${s.comment ? ` (${s.comment})` : ''}\n`);
+    });
+  silence
+    .command('list')
+    .description('list active silences')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .action((opts: { config?: string }) => {
+      const config = configOrExit(opts.config);
+      const list = SilenceStore.in(config.stateDir).active(Date.now());
+      if (list.length === 0) process.stdout.write('no active silences\n');
+      for (const s of list) process.stdout.write(`${s.id}  ${s.detector}  ${s.run}  until ${s.endsAt}${s.comment ? `  ${s.comment}` : ''}\n`);
+    });
+  silence
+    .command('remove')
+    .description('remove a silence')
+    .argument('<id>', 'silence id (from silence list)')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .action(async (id: string, opts: { config?: string }) => {
+      const config = configOrExit(opts.config);
+      if (!(await SilenceStore.in(config.stateDir).remove(id))) fail(`no silence with id ${id}`);
+      process.stdout.write(`silence ${id} removed\n`);
+    });
+
+  program
+    .command('test-alert')
+    .description('send one test notification through every configured channel and report each result')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .action(async (opts: { config?: string }) => {
+      const config = configOrExit(opts.config);
+      const notifiers = buildNotifiers(config);
+      process.stdout.write('console: delivered\n');
+      if (notifiers.length === 0) {
+        process.stdout.write('no other channel is configured (notify.slack, notify.email, notify.alertmanager)\n');
+        return;
+      }
+      let failed = 0;
+      for (const n of notifiers) {
+        const r = await n.send({ id: newId(), dedupeKey: newId(), channel: n.name, group: 'test', reason: 'test-alert', createdAt: new Date().toISOString(), alerts: [], test: true });
+        await n.close?.();
+        if (r.ok) process.stdout.write(`${n.name}: delivered\n`);
+        else {
+          failed++;
+          process.stdout.write(`${n.name}: not delivered: ${r.error}\n`);
+        }
+      }
+      process.exitCode = failed > 0 ? EXIT.findings : EXIT.ok;
     });
 
   return program;

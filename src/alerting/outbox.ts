@@ -62,7 +62,7 @@ export class Outbox {
     private readonly notifiers: Map<string, Notifier>,
     private readonly log: Logger,
     private readonly now: () => number,
-    private readonly opts: OutboxOptions = { baseBackoffMs: 1000, maxBackoffMs: 300_000 },
+    private readonly opts: OutboxOptions = { baseBackoffMs: 1000, maxBackoffMs: 60_000 },
   ) {
     this.dir = path.join(stateDir, 'outbox');
     this.logFile = path.join(stateDir, 'notifications.jsonl');

@@ -3,7 +3,7 @@
  * `<state_dir>/silences.json`. A silenced alert is not notified; it still resolves, quietly.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { writeAtomic } from '../sources/checkpoint.js';
 import type { Alert } from './types.js';
@@ -79,6 +79,7 @@ export class SilenceStore {
     const silence: Silence = { id: randomUUID().slice(0, 8), createdAt: new Date(now).toISOString(), ...s };
     const list = this.load().filter((x) => Date.parse(x.endsAt) > now);
     list.push(silence);
+    mkdirSync(path.dirname(this.file), { recursive: true });
     await writeAtomic(this.file, JSON.stringify(list, null, 2));
     this.mtime = -1;
     return silence;

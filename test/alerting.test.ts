@@ -1,0 +1,258 @@
+/**
+ * Alerting with a simulated clock: lifecycle, grouping, repeat and resolve timing, silences,
+ * and the outbox against real loopback servers (outage, 429, 4xx, restart mid-outbox).
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { pino } from 'pino';
+import { Alerting, type AlertingOptions } from '../src/alerting/service.js';
+import type { Notification, SendResult } from '../src/alerting/types.js';
+import type { Finding } from '../src/detectors/types.js';
+import { createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
+import type { Notifier } from '../src/notifiers/types.js';
+import type { Logger } from '../src/log.js';
+import { tempDir } from './helpers/fs.js';
+import { CaptureServer, FakeClock } from './helpers/servers.js';
+
+const S = 1000;
+const M = 60 * S;
+
+function finding(run: string, detector: string, round: number | null = 2, step: number | null = 100, severity: Finding['severity'] = 'warning'): Finding {
+  return { detector, severity, run, round, step, message: `${detector} holds`, evidence: { x: 1 }, recommendation: 'do something' };
+}
+
+class Recorder implements Notifier {
+  readonly sent: Notification[] = [];
+  constructor(readonly name = 'rec') {}
+  async send(n: Notification): Promise<SendResult> {
+    this.sent.push(n);
+    return { ok: true };
+  }
+}
+
+function logCapture(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { log: pino({ level: 'debug' }, { write: (s: string) => void lines.push(s) }) as unknown as Logger, lines };
+}
+
+async function setup(clock: FakeClock, notifiers: Notifier[], over: Partial<AlertingOptions['dispatch'] & AlertingOptions['lifecycle']> = {}, dir = tempDir()) {
+  const { log, lines } = logCapture();
+  const a = new Alerting({
+    stateDir: dir,
+    lifecycle: { forMs: over.forMs ?? 0, keepFiringForMs: over.keepFiringForMs ?? 0 },
+    dispatch: { groupWaitMs: 10 * S, groupIntervalMs: 1 * M, repeatIntervalMs: 4 * 60 * M, resolveNotify: true, ...over },
+    notifiers,
+    log,
+    now: clock.now,
+    outbox: { baseBackoffMs: 1 * S, maxBackoffMs: 1 * M, random: () => 0.5 },
+  });
+  await a.init();
+  return { a, lines, dir };
+}
+
+describe('grouping, repeat and resolve timing', () => {
+  test('group_wait, then group_interval for a new alert, repeat_interval, then the resolved message', async () => {
+    const clock = new FakeClock();
+    const rec = new Recorder();
+    const { a, lines } = await setup(clock, [rec]);
+    const osc = finding('/runs/a', 'boundary-oscillation');
+    await a.tick([osc]);
+    clock.advance(9 * S);
+    await a.tick([osc]);
+    assert.equal(rec.sent.length, 0, 'held for group_wait');
+    clock.advance(1 * S);
+    await a.tick([osc]);
+    assert.equal(rec.sent.length, 1);
+    assert.equal(rec.sent[0]!.reason, 'first notification of the group');
+    // A second finding of the same run 20 s later waits for group_interval after the first send.
+    clock.advance(20 * S);
+    const stall = finding('/runs/a', 'generator-stall', 2, 120);
+    await a.tick([osc, stall]);
+    clock.advance(39 * S);
+    await a.tick([osc, stall]);
+    assert.equal(rec.sent.length, 1);
+    clock.advance(1 * S);
+    await a.tick([osc, stall]);
+    assert.equal(rec.sent.length, 2);
+    assert.equal(rec.sent[1]!.reason, 'new alerts in group');
+    assert.deepEqual(rec.sent[1]!.alerts.map((x) => `${x.status}:${x.detector}`).sort(), ['firing:boundary-oscillation', 'firing:generator-stall']);
+    // Nothing changes for 4 h: one repeat, not more.
+    for (let i = 0; i < 4 * 60; i++) {
+      clock.advance(1 * M);
+      await a.tick([osc, stall]);
+    }
+    assert.equal(rec.sent.length, 3);
+    assert.equal(rec.sent[2]!.reason, 'repeat interval elapsed');
+    // The oscillation heals: a resolved message after group_interval.
+    await a.tick([stall]);
+    clock.advance(1 * M);
+    await a.tick([stall]);
+    const last = rec.sent[rec.sent.length - 1]!;
+    assert.equal(last.reason, 'alerts resolved');
+    assert.deepEqual(last.alerts.map((x) => `${x.status}:${x.detector}`).sort(), ['firing:generator-stall', 'resolved:boundary-oscillation']);
+    assert.ok(lines.some((l) => l.includes('hold: first notification of the group: waiting until')), 'the hold is logged with its reason');
+    // Another run is another group.
+    await a.tick([stall, finding('/runs/b', 'low-rollouts', null, null)]);
+    clock.advance(10 * S);
+    await a.tick([stall, finding('/runs/b', 'low-rollouts', null, null)]);
+    assert.equal(rec.sent[rec.sent.length - 1]!.group, '/runs/b');
+  });
+
+  test('for: a finding that goes away before `for` never fires; keep_firing_for delays the resolve', async () => {
+    const clock = new FakeClock();
+    const rec = new Recorder();
+    const { a } = await setup(clock, [rec], { forMs: 30 * S, keepFiringForMs: 2 * M, groupWaitMs: 0 });
+    const f = finding('/runs/a', 'reward-collapse');
+    await a.tick([f]);
+    clock.advance(20 * S);
+    await a.tick([]);
+    clock.advance(1 * M);
+    await a.tick([]);
+    assert.equal(rec.sent.length, 0);
+    await a.tick([f]);
+    clock.advance(30 * S);
+    await a.tick([f]);
+    assert.equal(rec.sent.length, 1);
+    clock.advance(1 * M);
+    await a.tick([]);
+    clock.advance(59 * S);
+    await a.tick([]);
+    assert.equal(rec.sent.length, 1, 'still firing within keep_firing_for');
+    clock.advance(1 * S);
+    await a.tick([]);
+    assert.equal(rec.sent.length, 2);
+    assert.equal(rec.sent[1]!.alerts[0]!.status, 'resolved');
+  });
+
+  test('silences: a silenced alert is not sent, the skip is logged once, and it resolves quietly', async () => {
+    const clock = new FakeClock();
+    const rec = new Recorder();
+    const { a, lines } = await setup(clock, [rec]);
+    await a.silences.add({ run: '/runs/team-*/**', detector: 'stale-run', endsAt: new Date(clock.now() + 2 * 60 * M).toISOString(), comment: 'cluster maintenance' }, clock.now());
+    const stale = finding('/runs/team-a/r1', 'stale-run');
+    const other = finding('/runs/team-a/r1', 'nonfinite-reward');
+    for (let i = 0; i < 5; i++) {
+      await a.tick([stale]);
+      clock.advance(30 * S);
+    }
+    assert.equal(rec.sent.length, 0);
+    assert.equal(lines.filter((l) => l.includes('silenced by')).length, 1);
+    await a.tick([stale, other]);
+    clock.advance(10 * S);
+    await a.tick([stale, other]);
+    assert.deepEqual(rec.sent.map((n) => n.alerts.map((x) => x.detector)), [['nonfinite-reward']]);
+    await a.tick([other]);
+    clock.advance(2 * M);
+    await a.tick([other]);
+    assert.equal(rec.sent.length, 1, 'the silenced alert resolved without a message');
+  });
+
+  test('a restart (state saved and restored) sends nothing twice', async () => {
+    const clock = new FakeClock();
+    const rec = new Recorder();
+    const dir = tempDir();
+    const first = await setup(clock, [rec], {}, dir);
+    const f = finding('/runs/a', 'frozen-generator', 3, 64, 'critical');
+    await first.a.tick([f]);
+    clock.advance(10 * S);
+    await first.a.tick([f]);
+    assert.equal(rec.sent.length, 1);
+    const saved = JSON.parse(JSON.stringify(first.a.toJSON()));
+    const second = await setup(clock, [rec], {}, dir);
+    await second.a.init(saved);
+    for (let i = 0; i < 10; i++) {
+      clock.advance(30 * S);
+      await second.a.tick([f]);
+    }
+    assert.equal(rec.sent.length, 1);
+  });
+});
+
+describe('the outbox against a real HTTP server (Alertmanager API)', () => {
+  test('a 5-minute outage (500s): backoff, then every alert delivered exactly once', async () => {
+    const srv = await new CaptureServer().start();
+    const clock = new FakeClock();
+    const downUntil = clock.now() + 5 * M;
+    srv.respond = () => (clock.now() < downUntil ? { status: 500, body: 'down' } : { status: 200, body: '' });
+    const { a, lines } = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 });
+    const runs = ['/runs/a', '/runs/b', '/runs/c'];
+    const fs = runs.map((r) => finding(r, 'boundary-oscillation'));
+    for (let i = 0; i < 7 * 60; i++) {
+      await a.tick(fs);
+      clock.advance(1 * S);
+    }
+    await srv.stop();
+    const ok = srv.requests.slice(-3);
+    const delivered = ok.flatMap((r) => (r.json as { labels: { run: string } }[]).map((x) => x.labels.run)).sort();
+    assert.deepEqual(delivered, runs);
+    // During the outage barwatch backs off instead of hammering the receiver.
+    assert.ok(srv.requests.length <= 3 + 15, `${srv.requests.length} requests`);
+    assert.equal(a.outbox.depth, 0);
+    const log = readFileSync(a.outbox.logFile, 'utf8').trim().split('\n');
+    assert.equal(log.length, 3);
+    assert.equal(lines.filter((l) => l.includes('cannot send to alertmanager')).length, 1, 'the failure is logged once, not on every retry');
+    assert.equal(lines.filter((l) => l.includes('accepts notifications again')).length, 1);
+  });
+
+  test('429 with Retry-After is honoured; a 400 is not retried and is kept in outbox/failed', async () => {
+    const srv = await new CaptureServer().start();
+    const clock = new FakeClock();
+    const times: number[] = [];
+    srv.respond = (_r, n) => {
+      times.push(clock.now());
+      return n === 1 ? { status: 429, body: 'slow down', headers: { 'retry-after': '30' } } : { status: 200 };
+    };
+    const { a } = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 });
+    const f = finding('/runs/a', 'low-rollouts', null, null);
+    for (let i = 0; i < 60; i++) {
+      await a.tick([f]);
+      clock.advance(1 * S);
+    }
+    assert.equal(srv.requests.length, 2);
+    assert.equal(times[1]! - times[0]!, 30 * S);
+    srv.respond = () => ({ status: 400, body: 'bad' });
+    const g = finding('/runs/z', 'low-rollouts', null, null);
+    for (let i = 0; i < 30; i++) {
+      await a.tick([f, g]);
+      clock.advance(1 * S);
+    }
+    assert.equal(srv.requests.length, 3, 'the 400 was not retried');
+    assert.equal(readdirSync(path.join(a.outbox.dir, 'failed')).length, 1);
+    await srv.stop();
+  });
+
+  test('restart mid-outbox: nothing lost, nothing sent twice', async () => {
+    const srv = await new CaptureServer().start();
+    const clock = new FakeClock();
+    const dir = tempDir();
+    srv.respond = () => ({ status: 503 });
+    const first = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 }, dir);
+    const fs = ['/runs/a', '/runs/b'].map((r) => finding(r, 'reward-collapse', 3, 90, 'critical'));
+    await first.a.tick(fs);
+    assert.equal(first.a.outbox.depth, 2);
+    const saved = JSON.parse(JSON.stringify(first.a.toJSON()));
+    // kill -9: the process is gone; only state_dir remains. The receiver recovers.
+    srv.respond = () => ({ status: 200 });
+    const second = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 }, dir);
+    await second.a.init(saved);
+    for (let i = 0; i < 20; i++) {
+      clock.advance(1 * S);
+      await second.a.tick(fs);
+    }
+    const accepted = srv.requests.slice(1).flatMap((r) => (r.json as { labels: { run: string } }[]).map((x) => x.labels.run));
+    assert.deepEqual(accepted.sort(), ['/runs/a', '/runs/b']);
+    // A third process: the log says both were accepted; nothing is sent again.
+    const before = srv.requests.length;
+    const third = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 }, dir);
+    await third.a.init(JSON.parse(JSON.stringify(second.a.toJSON())));
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1 * S);
+      await third.a.tick(fs);
+    }
+    assert.equal(srv.requests.length, before);
+    assert.ok(!existsSync(path.join(dir, 'outbox', 'x.json')));
+    await srv.stop();
+  });
+});

@@ -1,0 +1,101 @@
+/** Real servers on loopback for the notifier tests: an HTTP capture server and an SMTP server. */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+
+export interface Captured {
+  method: string;
+  path: string;
+  body: string;
+  json: unknown;
+}
+
+export type Responder = (req: Captured, n: number) => { status: number; body?: string; headers?: Record<string, string> };
+
+/** An HTTP server that records every request and answers as `respond` says (default 200 "ok"). */
+export class CaptureServer {
+  readonly requests: Captured[] = [];
+  respond: Responder = () => ({ status: 200, body: 'ok' });
+  private server: Server | null = null;
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = createServer((req: IncomingMessage, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        let json: unknown = null;
+        try {
+          json = JSON.parse(body);
+        } catch {
+          // not JSON
+        }
+        const cap = { method: req.method ?? '', path: req.url ?? '', body, json };
+        this.requests.push(cap);
+        const r = this.respond(cap, this.requests.length);
+        res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
+        res.end(r.body ?? '');
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+/** A real SMTP server (smtp-server) on loopback; messages are parsed back with mailparser. */
+export class SmtpCapture {
+  readonly messages: ParsedMail[] = [];
+  readonly auths: { user: string; pass: string }[] = [];
+  private server: SMTPServer | null = null;
+  port = 0;
+
+  constructor(private readonly opts: { user?: string; pass?: string } = {}) {}
+
+  async start(): Promise<this> {
+    const needAuth = this.opts.user !== undefined;
+    this.server = new SMTPServer({
+      secure: false,
+      disabledCommands: ['STARTTLS'],
+      authOptional: !needAuth,
+      allowInsecureAuth: true,
+      logger: false,
+      onAuth: (auth, _session, cb) => {
+        this.auths.push({ user: auth.username ?? '', pass: auth.password ?? '' });
+        if (auth.username === this.opts.user && auth.password === this.opts.pass) cb(null, { user: auth.username });
+        else cb(new Error('Invalid username or password'));
+      },
+      onData: (stream, _session, cb) => {
+        simpleParser(stream)
+          .then((m) => {
+            this.messages.push(m);
+            cb();
+          })
+          .catch((err: Error) => cb(err));
+      },
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()));
+    this.port = ((this.server as unknown as { server: Server }).server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+}
+
+/** A clock the test moves by hand. */
+export class FakeClock {
+  constructor(public t = Date.parse('2026-11-30T10:00:00Z')) {}
+  now = (): number => this.t;
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
