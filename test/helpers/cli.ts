@@ -1,5 +1,5 @@
 /** Running the real `barwatch` command. */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { BIN } from './fs.js';
 
 export interface CliResult {
@@ -11,6 +11,18 @@ export interface CliResult {
 export function barwatch(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', cwd: opts.cwd, env: { ...process.env, ...opts.env }, timeout: 60_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The same, without blocking this process (for tests whose servers run in it). */
+export function barwatchAsync(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd, env: { ...process.env, ...opts.env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    child.on('exit', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 /** `barwatch analyze --format json`, parsed; asserts exactly one JSON document on stdout. */

@@ -1,0 +1,176 @@
+/**
+ * Each notifier against a real peer on loopback: Slack's webhook and Alertmanager as HTTP capture
+ * servers answering 200 "ok", 429 with Retry-After and 500; email through a real SMTP server
+ * (smtp-server), the message parsed back (mailparser). Secrets never reach a result or a log.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import type { Notification } from '../src/alerting/types.js';
+import { Secret } from '../src/config/secret.js';
+import { createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
+import { createEmailNotifier } from '../src/notifiers/email/index.js';
+import { createSlackNotifier, slackPayload } from '../src/notifiers/slack/index.js';
+import { barwatchAsync } from './helpers/cli.js';
+import { tempDir } from './helpers/fs.js';
+import { CaptureServer, SmtpCapture } from './helpers/servers.js';
+
+function notification(over: Partial<Notification> = {}): Notification {
+  return {
+    id: 'n1',
+    dedupeKey: 'k1',
+    channel: 'x',
+    group: '/runs/<team>&co',
+    reason: 'first notification of the group',
+    createdAt: '2026-11-30T10:00:00.000Z',
+    alerts: [
+      {
+        key: 'k',
+        fingerprint: 'k@340',
+        status: 'firing',
+        detector: 'boundary-oscillation',
+        severity: 'warning',
+        run: '/runs/<team>&co',
+        round: 2,
+        step: 340,
+        message: 'The boundary reward swings <script>alert(1)</script> & more',
+        evidence: { period: 12, power_share: 0.62, window: 64 },
+        recommendation: 'Lower the selector learning rate',
+        sparkline: 'boundary, selector round 2: ▁▃▇█▆▃▁▂▅█▇▄',
+        startsAt: '2026-11-30T10:00:00.000Z',
+        endsAt: null,
+      },
+    ],
+    ...over,
+  };
+}
+
+describe('Slack', () => {
+  test('Block Kit message with severity, run, round, step, evidence, recommendation and sparkline; text escaped', async () => {
+    const srv = await new CaptureServer().start();
+    const url = `${srv.url}/services/T000/B000/XXSECRETXX`;
+    const slack = createSlackNotifier({ webhookUrl: new Secret(url, 'test') });
+    assert.deepEqual(await slack.send(notification()), { ok: true });
+    const body = srv.requests[0]!.json as { text: string; blocks: { type: string; text?: { text: string }; elements?: { text: string }[] }[] };
+    assert.equal(srv.requests[0]!.path, '/services/T000/B000/XXSECRETXX');
+    const all = JSON.stringify(body);
+    assert.match(all, /WARNING/);
+    assert.match(all, /boundary-oscillation/);
+    assert.match(all, /round 2, step 340/);
+    assert.match(all, /period: 12 \| power_share: 0.62/);
+    assert.match(all, /Lower the selector learning rate/);
+    assert.match(all, /▁▃▇█▆▃▁▂▅█▇▄/);
+    assert.ok(!all.includes('<script>'), 'log-derived text is escaped');
+    assert.match(all, /&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; more/);
+    assert.match(all, /\/runs\/&lt;team&gt;&amp;co/);
+    await srv.stop();
+  });
+
+  test('429 with Retry-After and 500 retry, 404 does not; an unreachable webhook never shows its URL', async () => {
+    const srv = await new CaptureServer().start();
+    const slack = createSlackNotifier({ webhookUrl: new Secret(`${srv.url}/services/T0/B0/XXSECRETXX`, 'test') });
+    srv.respond = () => ({ status: 429, body: 'rate_limited', headers: { 'retry-after': '7' } });
+    assert.deepEqual(await slack.send(notification()), { ok: false, retry: true, retryAfterMs: 7000, error: 'Slack answered HTTP 429 Too Many Requests' });
+    srv.respond = () => ({ status: 500, body: 'oops' });
+    const r500 = await slack.send(notification());
+    assert.equal(r500.ok === false && r500.retry, true);
+    srv.respond = () => ({ status: 404, body: 'no_service' });
+    assert.deepEqual(await slack.send(notification()), { ok: false, retry: false, error: 'Slack answered HTTP 404 (not retried)' });
+    await srv.stop();
+    const down = await slack.send(notification());
+    assert.equal(down.ok, false);
+    assert.ok(down.ok === false && down.retry);
+    assert.ok(!JSON.stringify(down).includes('XXSECRETXX') && !JSON.stringify(down).includes('/services/'), JSON.stringify(down));
+  });
+
+  test('payload sample is what the README shows', () => {
+    const p = slackPayload(notification());
+    assert.equal(p.blocks[0]!['type'], 'header');
+  });
+});
+
+describe('email', () => {
+  test('through a real SMTP server with auth: subject, plain text and HTML parts, HTML escaped', async () => {
+    const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'hunter2-smtp-pass' }).start();
+    const email = createEmailNotifier({
+      smtp: { host: '127.0.0.1', port: smtp.port, secure: false, user: 'barwatch', pass: new Secret('hunter2-smtp-pass', 'test') },
+      from: 'barwatch@example.org',
+      to: ['ml-team@example.org'],
+    });
+    assert.deepEqual(await email.send(notification()), { ok: true });
+    await email.close?.();
+    const m = smtp.messages[0]!;
+    assert.equal(m.subject, '[WARNING] boundary-oscillation in /runs/<team>&co');
+    assert.match(m.text ?? '', /WARNING boundary-oscillation - \/runs\/<team>&co \(round 2, step 340\)/);
+    assert.match(m.text ?? '', /Recommendation: Lower the selector learning rate/);
+    const html = String(m.html);
+    assert.ok(!html.includes('<script>'));
+    assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; more/);
+    assert.match(html, /<pre>boundary, selector round 2: ▁▃▇█▆▃▁▂▅█▇▄<\/pre>/);
+    assert.deepEqual(smtp.auths, [{ user: 'barwatch', pass: 'hunter2-smtp-pass' }]);
+    await smtp.stop();
+  });
+
+  test('a wrong password is reported without the password and not retried; a dead server is retried', async () => {
+    const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'right' }).start();
+    const email = createEmailNotifier({
+      smtp: { host: '127.0.0.1', port: smtp.port, secure: false, user: 'barwatch', pass: new Secret('wrong-hunter2', 'test') },
+      from: 'b@example.org',
+      to: ['t@example.org'],
+    });
+    const r = await email.send(notification());
+    assert.equal(r.ok, false);
+    assert.ok(r.ok === false && !r.retry, JSON.stringify(r));
+    assert.ok(!JSON.stringify(r).includes('wrong-hunter2'));
+    await email.close?.();
+    await smtp.stop();
+    const dead = createEmailNotifier({ smtp: { host: '127.0.0.1', port: smtp.port, secure: false }, from: 'b@example.org', to: ['t@example.org'] });
+    const d = await dead.send(notification());
+    assert.ok(d.ok === false && d.retry, JSON.stringify(d));
+  });
+});
+
+describe('Alertmanager', () => {
+  test('POST /api/v2/alerts with alertname, run, round and severity labels', async () => {
+    const srv = await new CaptureServer().start();
+    const am = createAlertmanagerNotifier({ url: srv.url });
+    const resolved = notification();
+    resolved.alerts[0] = { ...resolved.alerts[0]!, status: 'resolved', endsAt: '2026-11-30T11:00:00.000Z' };
+    assert.deepEqual(await am.send(resolved), { ok: true });
+    assert.equal(srv.requests[0]!.path, '/api/v2/alerts');
+    assert.deepEqual(srv.requests[0]!.json, [
+      {
+        labels: { alertname: 'boundary-oscillation', run: '/runs/<team>&co', round: '2', severity: 'warning' },
+        annotations: { summary: 'The boundary reward swings <script>alert(1)</script> & more', recommendation: 'Lower the selector learning rate', step: '340' },
+        startsAt: '2026-11-30T10:00:00.000Z',
+        endsAt: '2026-11-30T11:00:00.000Z',
+      },
+    ]);
+    await srv.stop();
+  });
+});
+
+describe('barwatch test-alert', () => {
+  test('reports delivered or the reason, per channel; secrets stay out of the output', async () => {
+    const slack = await new CaptureServer().start();
+    const am = await new CaptureServer().start();
+    am.respond = () => ({ status: 500, body: 'down' });
+    const smtp = await new SmtpCapture().start();
+    const dir = tempDir();
+    const hook = path.join(dir, 'hook');
+    writeFileSync(hook, `${slack.url}/services/T0/B0/XXSECRETXX\n`);
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${dir}/state\nnotify:\n  slack: {webhook_url_file: hook}\n  email: {smtp: {host: 127.0.0.1, port: ${smtp.port}, secure: false}, from: b@example.org, to: [t@example.org]}\n  alertmanager: {url: "${am.url}"}\n`,
+    );
+    const r = await barwatchAsync(['test-alert', '--config', cfg]);
+    assert.equal(r.status, 1, r.stderr);
+    assert.equal(r.stdout, 'console: delivered\nslack: delivered\nemail: delivered\nalertmanager: not delivered: Alertmanager answered HTTP 500\n');
+    assert.ok(!(r.stdout + r.stderr).includes('XXSECRETXX'));
+    assert.equal(smtp.messages[0]!.subject, 'barwatch test notification');
+    assert.equal(slack.requests.length, 1);
+    await Promise.all([slack.stop(), am.stop(), smtp.stop()]);
+  });
+});
