@@ -12,6 +12,8 @@ import { Alerting } from './alerting/service.js';
 import { buildNotifiers } from './notifiers/index.js';
 import type { Notifier } from './notifiers/types.js';
 import { findingSparkline } from './report/text.js';
+import cron, { type ScheduledTask } from 'node-cron';
+import { sendSummary, summaryOf } from './summary/send.js';
 import { DetectorEngine, type Transition } from './detectors/engine.js';
 import { classifyFile } from './parsers/index.js';
 import { Pipeline } from './pipeline.js';
@@ -56,6 +58,8 @@ export class Daemon {
   private alerting: Alerting | null = null;
   private alertTicking: Promise<void> = Promise.resolve();
   private saving: Promise<void> = Promise.resolve();
+  private summaryTask: ScheduledTask | null = null;
+  private notifierList: Notifier[] = [];
 
   constructor(private readonly opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
@@ -110,7 +114,7 @@ export class Daemon {
         repeatIntervalMs: config.alerting.repeatIntervalMs,
         resolveNotify: config.alerting.resolveNotify,
       },
-      notifiers: this.opts.notifiers ?? buildNotifiers(config),
+      notifiers: (this.notifierList = this.opts.notifiers ?? buildNotifiers(config)),
       log: this.log,
       now: this.now,
       sparkline: (a) => {
@@ -150,6 +154,10 @@ export class Daemon {
     this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
     this.every(config.watch.statusIntervalMs, () => this.status());
     this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
+    if (config.summary.channels.some((c) => config.notify[c] !== undefined)) {
+      this.summaryTask = cron.schedule(config.summary.cron, () => void this.sendSummary(), { timezone: config.summary.timezone });
+      this.log.info({ cron: config.summary.cron, timezone: config.summary.timezone, channels: config.summary.channels }, 'nightly summary scheduled');
+    }
     void this.alertTick();
     this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
     this.status();
@@ -228,6 +236,17 @@ export class Daemon {
     return this.alertTicking;
   }
 
+  /** Builds the summary from the live state and sends it to summary.channels. */
+  async sendSummary(): Promise<void> {
+    const p = this.pipeline;
+    if (p === null) return;
+    const s = summaryOf(this.opts.config, p.registry.all(), this.now());
+    for (const r of await sendSummary(this.opts.config, this.notifierList, s)) {
+      if (r.ok) this.log.info({ notifier: r.channel }, `summary sent to ${r.channel}`);
+      else this.log.warn({ notifier: r.channel }, `summary not sent to ${r.channel}: ${r.error}`);
+    }
+  }
+
   /** The alerting stages (for tests and test-alert). */
   get alerter(): Alerting | null {
     return this.alerting;
@@ -273,6 +292,7 @@ export class Daemon {
     if (this.stopping) return;
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
+    await this.summaryTask?.stop();
     await this.watcher?.close();
     this.queue.clear();
     await this.idle();

@@ -11,6 +11,10 @@ import { parseDuration } from './config/duration.js';
 import { buildNotifiers } from './notifiers/index.js';
 import { DETECTOR_IDS } from './config/schema.js';
 import { newId } from './alerting/dispatch.js';
+import { loadState } from './sources/checkpoint.js';
+import { RunRegistry } from './runs/registry.js';
+import { sendSummary, summaryOf } from './summary/send.js';
+import path from 'node:path';
 
 /** Exit statuses of SPEC 5. */
 export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
@@ -180,6 +184,30 @@ export function buildProgram(): Command {
         }
       }
       process.exitCode = failed > 0 ? EXIT.findings : EXIT.ok;
+    });
+
+  program
+    .command('summary')
+    .description('build the nightly summary now from the daemon state; print it, or send it with --send')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .option('--send', 'send it to summary.channels')
+    .action(async (opts: { config?: string; send?: boolean }) => {
+      const config = configOrExit(opts.config);
+      const { state, problems } = await loadState(path.join(config.stateDir, 'state.json'));
+      for (const p of problems) process.stderr.write(`barwatch: ${p}\n`);
+      if (state === null) fail(`no state in ${config.stateDir}: run barwatch watch first (or pass --config with its state_dir)`);
+      const runs = RunRegistry.from(state.runs, config.stats).all();
+      const s = summaryOf(config, runs, Date.now(), opts.send === true);
+      if (opts.send !== true) {
+        process.stdout.write(`${s.subject}\n\n${s.text}\n`);
+        return;
+      }
+      const notifiers = buildNotifiers(config);
+      const results = await sendSummary(config, notifiers, s);
+      for (const n of notifiers) await n.close?.();
+      for (const r of results) process.stdout.write(`${r.channel}: ${r.ok ? 'sent' : `not sent: ${r.error}`}\n`);
+      if (results.length === 0) process.stdout.write('summary.channels is empty: nothing sent\n');
+      process.exitCode = results.every((r) => r.ok) ? EXIT.ok : EXIT.findings;
     });
 
   return program;

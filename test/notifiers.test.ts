@@ -4,7 +4,8 @@
  * (smtp-server), the message parsed back (mailparser). Secrets never reach a result or a log.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { Notification } from '../src/alerting/types.js';
@@ -128,6 +129,32 @@ describe('email', () => {
     const dead = createEmailNotifier({ smtp: { host: '127.0.0.1', port: smtp.port, secure: false }, from: 'b@example.org', to: ['t@example.org'] });
     const d = await dead.send(notification());
     assert.ok(d.ok === false && d.retry, JSON.stringify(d));
+  });
+});
+
+describe('email over TLS', () => {
+  const openssl = spawnSync('openssl', ['version']);
+  const skip = openssl.status === 0 ? false : 'openssl is not installed: no certificate for the TLS tests';
+  test('STARTTLS on a submission port and implicit TLS', { skip }, async () => {
+    const dir = tempDir();
+    const key = path.join(dir, 'key.pem');
+    const cert = path.join(dir, 'cert.pem');
+    const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { encoding: 'utf8' });
+    assert.equal(gen.status, 0, gen.stderr);
+    const tls = { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
+    for (const implicit of [false, true]) {
+      const smtp = await new SmtpCapture({ user: 'u', pass: 'p-secret', tls: { ...tls, implicit } }).start();
+      const email = createEmailNotifier({
+        smtp: { host: '127.0.0.1', port: smtp.port, secure: implicit, user: 'u', pass: new Secret('p-secret', 'test') },
+        from: 'b@example.org',
+        to: ['t@example.org'],
+        tls: { rejectUnauthorized: false },
+      });
+      assert.deepEqual(await email.send(notification()), { ok: true }, implicit ? 'TLS' : 'STARTTLS');
+      await email.close?.();
+      assert.deepEqual(smtp.secure, [true]);
+      await smtp.stop();
+    }
   });
 });
 

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
+import cron from 'node-cron';
 import type { z } from 'zod';
 import type { ParserOptions } from '../parsers/types.js';
 import type { StatsOptions } from '../runs/series.js';
@@ -275,6 +276,13 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     };
   }
   if (raw.notify.alertmanager !== undefined) notify.alertmanager = { url: raw.notify.alertmanager.url };
+
+  if (!cron.validate(raw.summary.cron)) problems.push({ file: name, key: 'summary.cron', message: 'is not a valid cron expression (e.g. "0 23 * * *")' });
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: raw.summary.timezone });
+  } catch {
+    problems.push({ file: name, key: 'summary.timezone', message: 'is not a known time zone (e.g. UTC, Europe/Paris)' });
+  }
 
   // Channels the file lists explicitly must be configured (the default [email] is quietly unused).
   if (Array.isArray(valueAt(doc, ['summary', 'channels']))) {

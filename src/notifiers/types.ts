@@ -1,11 +1,14 @@
 /** Every notifier has this shape: a reader who knows one knows them all. */
 import type { Notification, SendResult } from '../alerting/types.js';
+import type { Summary } from '../summary/build.js';
 
 export interface Notifier {
   /** The channel name: slack, email, alertmanager. */
   readonly name: string;
   /** One attempt. Never throws; never puts a secret into the result. */
   send(n: Notification): Promise<SendResult>;
+  /** The nightly summary, where the channel carries one. */
+  sendSummary?(s: Summary): Promise<SendResult>;
   close?(): Promise<void>;
 }
 

@@ -54,16 +54,18 @@ export class CaptureServer {
 export class SmtpCapture {
   readonly messages: ParsedMail[] = [];
   readonly auths: { user: string; pass: string }[] = [];
+  /** Whether each message came over TLS (STARTTLS or implicit). */
+  readonly secure: boolean[] = [];
   private server: SMTPServer | null = null;
   port = 0;
 
-  constructor(private readonly opts: { user?: string; pass?: string } = {}) {}
+  constructor(private readonly opts: { user?: string; pass?: string; tls?: { key: string; cert: string; implicit: boolean } } = {}) {}
 
   async start(): Promise<this> {
     const needAuth = this.opts.user !== undefined;
     this.server = new SMTPServer({
-      secure: false,
-      disabledCommands: ['STARTTLS'],
+      secure: this.opts.tls?.implicit === true,
+      ...(this.opts.tls !== undefined ? { key: this.opts.tls.key, cert: this.opts.tls.cert } : { disabledCommands: ['STARTTLS'] }),
       authOptional: !needAuth,
       allowInsecureAuth: true,
       logger: false,
@@ -72,8 +74,9 @@ export class SmtpCapture {
         if (auth.username === this.opts.user && auth.password === this.opts.pass) cb(null, { user: auth.username });
         else cb(new Error('Invalid username or password'));
       },
-      onData: (stream, _session, cb) => {
-        simpleParser(stream)
+      onData: (stream, session, cb) => {
+        this.secure.push(session.secure);
+        simpleParser(stream, { keepCidLinks: true })
           .then((m) => {
             this.messages.push(m);
             cb();

@@ -4,9 +4,11 @@
  * replies and connection errors are retried; 5xx replies are not. The password never leaves.
  */
 import nodemailer from 'nodemailer';
+import type { SendMailOptions } from 'nodemailer';
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
 import { escapeHtml, keyEvidence, plainText, title, where } from '../render.js';
+import type { Summary } from '../../summary/build.js';
 import type { Notifier } from '../types.js';
 
 export interface EmailOptions {
@@ -48,22 +50,30 @@ export function createEmailNotifier(opts: EmailOptions): Notifier {
     ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
   });
   const secrets = [opts.smtp.pass];
+  const deliver = async (mail: SendMailOptions): Promise<SendResult> => {
+    try {
+      await transport.sendMail({ from: opts.from, to: opts.to, ...mail });
+      return { ok: true };
+    } catch (err) {
+      const e = err as { responseCode?: number; code?: string; message: string };
+      if (typeof e.responseCode === 'number') {
+        const transient = e.responseCode >= 400 && e.responseCode < 500;
+        return { ok: false, retry: transient, error: redact(`SMTP server answered ${e.responseCode}${transient ? '' : ' (not retried)'}`, secrets) };
+      }
+      const permanent = e.code === 'EAUTH' || e.code === 'EENVELOPE';
+      return { ok: false, retry: !permanent, error: redact(`SMTP ${e.code ?? 'error'}${permanent ? ' (not retried)' : ''}`, secrets) };
+    }
+  };
   return {
     name: 'email',
-    async send(n: Notification): Promise<SendResult> {
-      try {
-        await transport.sendMail({ from: opts.from, to: opts.to, subject: title(n), text: plainText(n), html: emailHtml(n) });
-        return { ok: true };
-      } catch (err) {
-        const e = err as { responseCode?: number; code?: string; message: string };
-        if (typeof e.responseCode === 'number') {
-          const transient = e.responseCode >= 400 && e.responseCode < 500;
-          return { ok: false, retry: transient, error: redact(`SMTP server answered ${e.responseCode}${transient ? '' : ' (not retried)'}`, secrets) };
-        }
-        const permanent = e.code === 'EAUTH' || e.code === 'EENVELOPE';
-        return { ok: false, retry: !permanent, error: redact(`SMTP ${e.code ?? 'error'}${permanent ? ' (not retried)' : ''}`, secrets) };
-      }
-    },
+    send: (n: Notification) => deliver({ subject: title(n), text: plainText(n), html: emailHtml(n) }),
+    sendSummary: (s: Summary) =>
+      deliver({
+        subject: s.subject,
+        text: s.text,
+        html: s.html,
+        attachments: s.charts.map((c) => ({ filename: c.filename, content: c.png, contentType: 'image/png', cid: c.cid })),
+      }),
     async close(): Promise<void> {
       transport.close();
     },

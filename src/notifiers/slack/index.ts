@@ -6,6 +6,7 @@
 import { IncomingWebhook, IncomingWebhookHTTPError, IncomingWebhookRequestError, type FetchFunction } from '@slack/webhook';
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
+import type { Summary } from '../../summary/build.js';
 import { escapeSlack, keyEvidence, plainText, title, where } from '../render.js';
 import { classifyStatus, retryAfterMs, type Notifier } from '../types.js';
 
@@ -50,14 +51,12 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
     return res;
   };
   const hook = new IncomingWebhook(opts.webhookUrl.reveal(), { fetch: fetchFn, timeout: opts.timeoutMs ?? 10_000 });
-  return {
-    name: 'slack',
-    async send(n: Notification): Promise<SendResult> {
-      retryAfter = null;
-      try {
-        await hook.send(slackPayload(n) as unknown as Parameters<IncomingWebhook['send']>[0]);
-        return { ok: true };
-      } catch (err) {
+  const post = async (payload: unknown): Promise<SendResult> => {
+    retryAfter = null;
+    try {
+      await hook.send(payload as Parameters<IncomingWebhook['send']>[0]);
+      return { ok: true };
+    } catch (err) {
         if (err instanceof IncomingWebhookHTTPError) {
           const r = classifyStatus(err.statusCode, retryAfterMs(retryAfter));
           return r.ok ? r : { ...r, error: `Slack answered ${r.error}` };
@@ -66,7 +65,12 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
         const detail = (cause as { cause?: { code?: string } }).cause?.code ?? cause.name;
         return { ok: false, retry: true, error: redact(`Slack webhook unreachable (${detail})`, [opts.webhookUrl]) };
       }
-    },
+  };
+  return {
+    name: 'slack',
+    send: (n: Notification) => post(slackPayload(n)),
+    // Slack webhooks take no images: the summary goes as text.
+    sendSummary: (s: Summary) => post({ text: escapeSlack(s.subject), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: `*${escapeSlack(s.subject)}*\n\`\`\`${escapeSlack(s.text).slice(0, 2800)}\`\`\`` } }] }),
   };
 }
 

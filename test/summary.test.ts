@@ -1,0 +1,77 @@
+/** The nightly summary: built from run state and the alert log, sent by email with PNG charts. */
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { analyzePaths } from '../src/analyze.js';
+import { loadConfig, parseConfig } from '../src/config/load.js';
+import { silentLogger } from '../src/log.js';
+import { createEmailNotifier } from '../src/notifiers/email/index.js';
+import { writeAtomic } from '../src/sources/checkpoint.js';
+import { buildSummary } from '../src/summary/build.js';
+import { barwatchAsync } from './helpers/cli.js';
+import { tempDir } from './helpers/fs.js';
+import { writeScenario } from './helpers/scenarios.js';
+import { SmtpCapture } from './helpers/servers.js';
+
+test('summary email: rounds, direction of change, accuracy vs c, alerts of the last 24 h, PNG charts attached and referenced', async () => {
+  const root = tempDir();
+  writeScenario(path.join(root, 'healthy'), 'healthy', 5);
+  writeScenario(path.join(root, 'osc'), 'oscillating', 5);
+  const now = Date.now();
+  const res = await analyzePaths([root], loadConfig(null), silentLogger(), () => now);
+  const alerts = [
+    { time: new Date(now - 3_600_000).toISOString(), status: 'firing', detector: 'boundary-oscillation', run: path.join(root, 'osc'), severity: 'warning' },
+    { time: new Date(now - 2 * 86_400_000).toISOString(), status: 'firing', detector: 'stale-run', run: path.join(root, 'osc'), severity: 'warning' },
+  ];
+  const s = buildSummary(res.runs, alerts, now);
+  assert.match(s.text, /selector round 2: boundary mean 0\.\d{3} \(up 0\.\d{3}\), variance 0\.\d{3} \(down 0\.\d{3}\); accuracy 0\.\d{3} vs c=0\.5; boundary signal share \d+%/);
+  assert.match(s.text, /last 24 h: 1 alert\(s\) fired, 0 resolved \(boundary-oscillation\)/);
+  assert.match(s.text, /filter: boundary share \d+% before, \d+% after/);
+  assert.equal(s.charts.length, 4);
+  const smtp = await new SmtpCapture().start();
+  const email = createEmailNotifier({ smtp: { host: '127.0.0.1', port: smtp.port, secure: false }, from: 'b@example.org', to: ['t@example.org'] });
+  assert.deepEqual(await email.sendSummary!(s), { ok: true });
+  await email.close?.();
+  const m = smtp.messages[0]!;
+  assert.equal(m.subject, 'barwatch summary: 2 run(s), 1 alert(s) in the last 24 h');
+  assert.equal(m.attachments.length, 4);
+  const html = String(m.html);
+  for (const a of m.attachments) {
+    assert.equal(a.contentType, 'image/png');
+    assert.equal(a.content.subarray(1, 4).toString(), 'PNG');
+    assert.ok(a.content.length > 2000, `${a.filename}: ${a.content.length} bytes`);
+    assert.ok(html.includes(`cid:${a.cid}`), `${a.cid} referenced in the HTML`);
+  }
+  await smtp.stop();
+});
+
+test('barwatch summary prints the summary from the state file; --send reports per channel', async () => {
+  const root = tempDir();
+  writeScenario(path.join(root, 'runs', 'a'), 'healthy', 2);
+  const state = path.join(root, 'state');
+  mkdirSync(state);
+  const cfgFile = path.join(root, 'c.yaml');
+  const smtp = await new SmtpCapture().start();
+  writeFileSync(cfgFile, `state_dir: state\nnotify:\n  email: {smtp: {host: 127.0.0.1, port: ${smtp.port}, secure: false}, to: [t@example.org]}\n`);
+  const config = parseConfig(`state_dir: state\n`, cfgFile);
+  const res = await analyzePaths([path.join(root, 'runs')], config, silentLogger());
+  await writeAtomic(path.join(state, 'state.json'), JSON.stringify(res.pipeline.state()));
+  appendFileSync(path.join(state, 'alerts.jsonl'), JSON.stringify({ time: new Date().toISOString(), status: 'firing', detector: 'stale-run', run: path.join(root, 'runs', 'a'), severity: 'warning' }) + '\n');
+  const printed = await barwatchAsync(['summary', '--config', cfgFile]);
+  assert.equal(printed.status, 0, printed.stderr);
+  assert.match(printed.stdout, /^barwatch summary: 1 run\(s\), 1 alert\(s\) in the last 24 h\n/);
+  assert.match(printed.stdout, /rounds: 3 selector, 3 generator \(finished\)/);
+  const sent = await barwatchAsync(['summary', '--config', cfgFile, '--send']);
+  assert.equal(sent.stdout, 'email: sent\n');
+  assert.equal(smtp.messages.length, 1);
+  assert.equal(smtp.messages[0]!.attachments.length, 2);
+  await smtp.stop();
+  const none = await barwatchAsync(['summary', '--config', path.join(root, 'missing.yaml')]);
+  assert.equal(none.status, 2);
+});
+
+test('a bad cron expression or time zone is refused', () => {
+  assert.throws(() => parseConfig('summary: {cron: "every night", timezone: Mars/Olympus}\n', '/etc/b.yaml'), (err: Error) =>
+    err.message === '/etc/b.yaml: summary.cron: is not a valid cron expression (e.g. "0 23 * * *")\n/etc/b.yaml: summary.timezone: is not a known time zone (e.g. UTC, Europe/Paris)');
+});
