@@ -1,5 +1,5 @@
 /** Alerts and notifications: what the alerting stages pass between them. */
-import type { Finding, Severity } from '../detectors/types.js';
+import type { Finding } from '../detectors/types.js';
 
 export type AlertState = 'pending' | 'firing' | 'resolved';
 
@@ -18,22 +18,15 @@ export interface Alert {
   resolvedAt: number | null;
 }
 
-export interface NotifiedAlert {
+/** A finding as a notification carries it: the finding's fields plus its alert state. */
+export type NotifiedAlert = Omit<Finding, 'series'> & {
   key: string;
   fingerprint: string;
   status: 'firing' | 'resolved';
-  detector: string;
-  severity: Severity;
-  run: string;
-  round: number | null;
-  step: number | null;
-  message: string;
-  evidence: Record<string, unknown>;
-  recommendation: string | null;
   sparkline: string | null;
   startsAt: string;
   endsAt: string | null;
-}
+};
 
 /** One message to one channel about one group (a run): its firing and resolved alerts. */
 export interface Notification {
