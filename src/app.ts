@@ -14,6 +14,7 @@ import type { Notifier } from './notifiers/types.js';
 import { findingSparkline } from './report/text.js';
 import cron, { type ScheduledTask } from 'node-cron';
 import { sendSummary, summaryOf } from './summary/send.js';
+import { HealthServer, type HealthSnapshot } from './http/server.js';
 import { DetectorEngine, type Transition } from './detectors/engine.js';
 import { classifyFile } from './parsers/index.js';
 import { Pipeline } from './pipeline.js';
@@ -59,6 +60,9 @@ export class Daemon {
   private alertTicking: Promise<void> = Promise.resolve();
   private saving: Promise<void> = Promise.resolve();
   private summaryTask: ScheduledTask | null = null;
+  private health: HealthServer | null = null;
+  /** When each queued file was queued (ms): the ingest lag. */
+  private readonly queuedAt = new Map<string, number>();
   private notifierList: Notifier[] = [];
 
   constructor(private readonly opts: DaemonOptions) {
@@ -154,6 +158,11 @@ export class Daemon {
     this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
     this.every(config.watch.statusIntervalMs, () => this.status());
     this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
+    if (config.http.listen !== undefined) {
+      this.health = new HealthServer(() => this.snapshot());
+      const at = await this.health.start(config.http.listen.host, config.http.listen.port);
+      this.log.info({ host: at.host, port: at.port }, `serving /healthz and /metrics on ${at.host}:${at.port}`);
+    }
     if (config.summary.channels.some((c) => config.notify[c] !== undefined)) {
       this.summaryTask = cron.schedule(config.summary.cron, () => void this.sendSummary(), { timezone: config.summary.timezone });
       this.log.info({ cron: config.summary.cron, timezone: config.summary.timezone, channels: config.summary.channels }, 'nightly summary scheduled');
@@ -184,6 +193,7 @@ export class Daemon {
   /** Queues a file for reading; one reader works through the queue. */
   schedule(file: string): void {
     this.queue.add(file);
+    if (!this.queuedAt.has(file)) this.queuedAt.set(file, this.now());
     this.working ??= this.work().finally(() => {
       this.working = null;
     });
@@ -195,6 +205,7 @@ export class Daemon {
       const file = this.queue.values().next().value as string;
       this.queue.delete(file);
       const out = await p.poll(file);
+      if (out !== 'more') this.queuedAt.delete(file);
       if (out === 'more') this.queue.add(file);
       else if (out === 'gone') {
         this.log.info({ file }, 'file removed; stopped following it');
@@ -234,6 +245,31 @@ export class Daemon {
       this.log.error({ err: (err as Error).message }, 'alerting tick failed');
     });
     return this.alertTicking;
+  }
+
+  /** What /healthz and /metrics report. */
+  snapshot(): HealthSnapshot {
+    const p = this.pipeline!;
+    const t = p.totals();
+    const now = this.now();
+    let oldest = now;
+    for (const at of this.queuedAt.values()) oldest = Math.min(oldest, at);
+    const malformed = new Map<string, number>();
+    for (const [f, s] of p.sources) if (s.counters.malformed > 0) malformed.set(f, s.counters.malformed);
+    const failing = [...p.failures()].map(([f, code]) => `${f}: ${code}`)[0] ?? null;
+    return {
+      runs: t.runs,
+      files: t.files,
+      lines: t.lines,
+      records: t.records,
+      malformedByFile: malformed,
+      ingestLagSeconds: (now - oldest) / 1000,
+      outboxDepth: this.alerting?.outbox.depth ?? 0,
+      activeAlerts: this.engine.findings().map((f) => ({ detector: f.detector, severity: f.severity })),
+      sent: this.alerting?.outbox.counters.sent ?? new Map(),
+      failed: this.alerting?.outbox.counters.failed ?? new Map(),
+      lastError: this.checkpointError !== null ? `cannot save state (${this.checkpointError})` : this.alertError !== null ? `cannot write alerts.jsonl (${this.alertError})` : failing,
+    };
   }
 
   /** Builds the summary from the live state and sends it to summary.channels. */
@@ -293,6 +329,7 @@ export class Daemon {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
     await this.summaryTask?.stop();
+    await this.health?.stop();
     await this.watcher?.close();
     this.queue.clear();
     await this.idle();

@@ -297,7 +297,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
   if (raw.http.listen !== undefined) {
     const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(raw.http.listen)!;
     const port = Number(m[2]);
-    if (port < 1 || port > 65535) problems.push({ file: name, key: 'http.listen', message: 'port must be between 1 and 65535' });
+    if (port > 65535) problems.push({ file: name, key: 'http.listen', message: 'port must be between 0 (any free port) and 65535' });
     listen = { host: m[1]!, port };
   }
 
