@@ -65,7 +65,7 @@ export class Daemon {
   private readonly queuedAt = new Map<string, number>();
   private notifierList: Notifier[] = [];
 
-  constructor(private readonly opts: DaemonOptions) {
+  constructor(private opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log;
     this.engine = new DetectorEngine(opts.config.detectors);
@@ -109,23 +109,7 @@ export class Daemon {
     const loaded = await loadState(this.statePath, this.now());
     for (const p of loaded.problems) this.log.warn({ stateDir: config.stateDir }, p);
     if (loaded.state !== null) this.log.info({ files: Object.keys(loaded.state.files).length, runs: loaded.state.runs.length, savedAt: loaded.state.savedAt }, 'resuming from saved state');
-    this.alerting = new Alerting({
-      stateDir: config.stateDir,
-      lifecycle: { forMs: config.alerting.forMs, keepFiringForMs: config.alerting.keepFiringForMs },
-      dispatch: {
-        groupWaitMs: config.alerting.groupWaitMs,
-        groupIntervalMs: config.alerting.groupIntervalMs,
-        repeatIntervalMs: config.alerting.repeatIntervalMs,
-        resolveNotify: config.alerting.resolveNotify,
-      },
-      notifiers: (this.notifierList = this.opts.notifiers ?? buildNotifiers(config)),
-      log: this.log,
-      now: this.now,
-      sparkline: (a) => {
-        const run = this.pipeline?.registry.get(a.finding.run);
-        return run === undefined ? null : findingSparkline(run, a.finding);
-      },
-    });
+    this.alerting = this.buildAlerting(config);
     await this.alerting.init(loaded.state?.alerting);
     if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
     this.pipeline = new Pipeline(
@@ -237,6 +221,26 @@ export class Daemon {
     }
   }
 
+  private buildAlerting(config: Config): Alerting {
+    return new Alerting({
+      stateDir: config.stateDir,
+      lifecycle: { forMs: config.alerting.forMs, keepFiringForMs: config.alerting.keepFiringForMs },
+      dispatch: {
+        groupWaitMs: config.alerting.groupWaitMs,
+        groupIntervalMs: config.alerting.groupIntervalMs,
+        repeatIntervalMs: config.alerting.repeatIntervalMs,
+        resolveNotify: config.alerting.resolveNotify,
+      },
+      notifiers: (this.notifierList = this.opts.notifiers ?? buildNotifiers(config)),
+      log: this.log,
+      now: this.now,
+      sparkline: (a) => {
+        const run = this.pipeline?.registry.get(a.finding.run);
+        return run === undefined ? null : findingSparkline(run, a.finding);
+      },
+    });
+  }
+
   /** Advances alerts and sends what is due; one tick at a time. */
   alertTick(): Promise<void> {
     const a = this.alerting;
@@ -245,6 +249,32 @@ export class Daemon {
       this.log.error({ err: (err as Error).message }, 'alerting tick failed');
     });
     return this.alertTicking;
+  }
+
+  /**
+   * Applies a new, already validated config without losing state or re-sending alerts: detector
+   * parameters, alerting options and channels, and the log level. Watched roots, state_dir and
+   * http.listen need a restart (said in the log).
+   */
+  async reload(config: Config): Promise<void> {
+    const old = this.opts.config;
+    const needRestart: string[] = [];
+    if (JSON.stringify(old.watch.roots) !== JSON.stringify(config.watch.roots) && this.opts.singleRun !== true) needRestart.push('watch.roots');
+    if (old.stateDir !== config.stateDir) needRestart.push('state_dir');
+    if (JSON.stringify(old.http) !== JSON.stringify(config.http)) needRestart.push('http.listen');
+    // Keep what cannot change live as it was.
+    const applied: Config = { ...config, watch: { ...config.watch, roots: old.watch.roots }, stateDir: old.stateDir, http: old.http };
+    this.opts = { ...this.opts, config: applied };
+    this.log.level = config.log.level;
+    const t = this.engine.setParams(applied.detectors);
+    if (t.length > 0) this.onTransitions(t);
+    await this.alertTicking;
+    const state = this.alerting?.toJSON();
+    await this.alerting?.close();
+    this.alerting = this.buildAlerting(applied);
+    await this.alerting.init(state);
+    this.log.info({ channels: this.alerting.channels, restartNeededFor: needRestart }, needRestart.length > 0 ? `configuration reloaded; ${needRestart.join(', ')} take effect at the next restart` : 'configuration reloaded');
+    void this.alertTick();
   }
 
   /** What /healthz and /metrics report. */

@@ -2,7 +2,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { analyzePaths, InputError } from './analyze.js';
 import { Daemon } from './app.js';
-import { ConfigError, loadConfig, type Config } from './config/load.js';
+import { ConfigError, formatProblem, loadConfig, type Config } from './config/load.js';
 import { createLogger, silentLogger } from './log.js';
 import { analyzeDocument } from './report/json.js';
 import { renderText } from './report/text.js';
@@ -75,6 +75,24 @@ export function buildProgram(): Command {
       };
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
+      // SIGHUP re-reads the config: a valid one is applied, an invalid one refused (the old one stays).
+      process.on('SIGHUP', () => {
+        if (opts.config === undefined) {
+          log.info('SIGHUP: no --config file to re-read; nothing to reload');
+          return;
+        }
+        let next: Config;
+        try {
+          next = readConfig(opts.config);
+        } catch (err) {
+          if (!(err instanceof ConfigError)) throw err;
+          for (const p of err.problems) log.error({ file: p.file, key: p.key }, formatProblem(p));
+          log.error({ problems: err.problems.length }, 'SIGHUP: new configuration refused; the running one stays');
+          return;
+        }
+        if (paths.length > 0) next.watch.roots = config.watch.roots;
+        daemon.reload(next).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed'));
+      });
       await daemon.start();
     });
 

@@ -113,3 +113,27 @@ describe('barwatch watch', () => {
     assert.deepEqual(runs.map((l) => l['run']), [path.join(dir, 'runs', 'run1')]);
   });
 });
+
+describe('barwatch watch: SIGHUP', () => {
+  test('an invalid config is refused with its problems and the old one kept; a valid one applies without re-sending', async () => {
+    const dir = tempDir();
+    const sel = path.join(dir, 'runs', 'r1', 'outputs', 'selector_round1');
+    mkdirSync(sel, { recursive: true });
+    writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": NaN}\n{"step": 2, "boundary": 0.5, "rollouts": 2}\n');
+    const cfg = config(dir);
+    const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
+    await d.waitFor((l) => l.msg.startsWith('firing: nonfinite-reward'));
+    await d.waitFor((l) => l.msg.startsWith('firing: low-rollouts'));
+    writeFileSync(cfg, readFileSync(cfg, 'utf8') + 'detectors:\n  low-rollouts: {min_k: "five"}\n');
+    d.child.kill('SIGHUP');
+    await d.waitFor((l) => l.msg === 'SIGHUP: new configuration refused; the running one stays');
+    assert.ok(d.logs.some((l) => l.msg.endsWith('detectors.low-rollouts.min_k: must be a number, not a string')));
+    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('{min_k: "five"}', '{enabled: false}'));
+    d.child.kill('SIGHUP');
+    await d.waitFor((l) => l.msg === 'configuration reloaded');
+    await d.waitFor((l) => l.msg.startsWith('resolved: low-rollouts'));
+    assert.equal(await d.stop(), 0);
+    const alerts = readFileSync(path.join(dir, 'state', 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { status: string; detector: string });
+    assert.deepEqual(alerts.map((a) => `${a.status}:${a.detector}`).sort(), ['firing:low-rollouts', 'firing:nonfinite-reward', 'resolved:low-rollouts']);
+  });
+});

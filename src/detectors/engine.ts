@@ -33,18 +33,39 @@ export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
   /** `run|detector` -> run step count at its last evaluation. */
   private readonly evaluated = new Map<string, number>();
-  private readonly enabled: Detector[];
+  private enabled: Detector[];
   /** Cadence of each enabled detector, in steps. */
-  private readonly every: number[];
+  private every: number[];
   /** Per run: the step count at which the next detector is due. */
   private readonly nextDue = new Map<string, number>();
 
   constructor(
-    private readonly params: Record<string, Params>,
-    detectors: readonly Detector[] = DETECTORS,
+    private params: Record<string, Params>,
+    private readonly detectors: readonly Detector[] = DETECTORS,
   ) {
     this.enabled = detectors.filter((d) => params[d.id]?.enabled !== false);
     this.every = this.enabled.map((d) => Math.max(1, d.every(this.paramsOf(d))));
+  }
+
+  /**
+   * New parameters (a config reload). Findings of a detector now disabled are returned as
+   * resolved; the others keep their state and are re-judged at their next evaluation.
+   */
+  setParams(params: Record<string, Params>): Transition[] {
+    this.params = params;
+    this.enabled = this.detectors.filter((d) => params[d.id]?.enabled !== false);
+    this.every = this.enabled.map((d) => Math.max(1, d.every(this.paramsOf(d))));
+    this.evaluated.clear();
+    this.nextDue.clear();
+    const on = new Set(this.enabled.map((d) => d.id));
+    const out: Transition[] = [];
+    for (const [key, f] of this.active) {
+      if (!on.has(f.detector)) {
+        this.active.delete(key);
+        out.push({ kind: 'resolved', finding: f });
+      }
+    }
+    return out;
   }
 
   private paramsOf(d: Detector): Params {
