@@ -126,6 +126,7 @@ export class Daemon {
     }
     this.log.info({ roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)), poll: config.watch.poll, stateDir: config.stateDir }, 'watching');
     const reportedErrors = new Set<string>();
+    this.pipeline.holdDetectors = true;
     this.watcher = await startWatcher(
       { roots, poll: config.watch.poll, pollIntervalMs: config.watch.pollIntervalMs, exclude: [config.stateDir] },
       (event, file) => this.onEvent(event, file),
@@ -138,6 +139,12 @@ export class Daemon {
       },
     );
     await this.idle();
+    // Caught up: judge every run once with everything read, then follow records as they come.
+    this.pipeline.holdDetectors = false;
+    for (const run of this.pipeline.registry.all()) {
+      const t = this.engine.evaluate(run, this.pipeline.detectContext());
+      if (t.length > 0) this.onTransitions(t);
+    }
     await this.checkpoint();
     this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
     this.every(config.watch.statusIntervalMs, () => this.status());

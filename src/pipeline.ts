@@ -45,6 +45,12 @@ export class Pipeline {
   private readonly saved: StateFile['files'];
   /** `file|kind` of problems already logged: each is logged once, then only counted. */
   private readonly reported = new Set<string>();
+  /**
+   * While true, records are applied but detectors wait: a daemon catching up on a backlog reads
+   * files in any order (a selector round before the generator round it follows), so it judges
+   * once everything is read (see Daemon.start).
+   */
+  holdDetectors = false;
   /** `file` -> error code of a failing read, logged once until the file reads again. */
   private readonly failing = new Map<string, string>();
 
@@ -102,7 +108,7 @@ export class Pipeline {
     const bulk = records.length > BULK_RECORDS;
     for (const rec of records) {
       const d = run.apply(rec, ctx, now);
-      if (engine !== undefined && rec.kind === 'metrics') {
+      if (engine !== undefined && rec.kind === 'metrics' && !this.holdDetectors) {
         const t = engine.onRecord(run, { now, live: this.opts.live === true, final: false }, bulk);
         if (t.length > 0) this.opts.onTransitions?.(t);
       }
