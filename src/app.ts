@@ -20,6 +20,7 @@ import { classifyFile } from './parsers/index.js';
 import { Pipeline } from './pipeline.js';
 import { loadState, writeAtomic } from './sources/checkpoint.js';
 import { placeFile } from './sources/place.js';
+import { discover } from './sources/discover.js';
 import { startWatcher, type WatchEvent, type WatchRoot } from './sources/watcher.js';
 
 /** Folders of a run that `barwatch watch` follows when started in the run with no config. */
@@ -124,9 +125,25 @@ export class Daemon {
       const exists = await fsp.stat(r.path).then(() => true, () => false);
       if (!exists) this.log.warn({ root: r.path }, 'watched root does not exist yet; waiting for it');
     }
+    // Catch up on what is already there, then judge every run once with everything read: a
+    // backlog read in any order (a selector round before the generator round it follows) must
+    // not raise transient alerts. Files that appear meanwhile are picked up by the watcher.
+    this.pipeline.holdDetectors = true;
+    for (const r of roots) {
+      const found = await discover([r.path], r.only === undefined ? undefined : (dir, name) => dir !== r.path || r.only!.includes(name)).catch(() => null);
+      for (const f of found?.files ?? []) {
+        if (f.file.startsWith(config.stateDir + path.sep)) continue;
+        this.pipeline.track(f.file, f.kind, placeFile(f.file, f.kind));
+        await this.pipeline.drain(f.file);
+      }
+    }
+    this.pipeline.holdDetectors = false;
+    for (const run of this.pipeline.registry.all()) {
+      const t = this.engine.evaluate(run, this.pipeline.detectContext());
+      if (t.length > 0) this.onTransitions(t);
+    }
     this.log.info({ roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)), poll: config.watch.poll, stateDir: config.stateDir }, 'watching');
     const reportedErrors = new Set<string>();
-    this.pipeline.holdDetectors = true;
     this.watcher = await startWatcher(
       { roots, poll: config.watch.poll, pollIntervalMs: config.watch.pollIntervalMs, exclude: [config.stateDir] },
       (event, file) => this.onEvent(event, file),
@@ -139,12 +156,6 @@ export class Daemon {
       },
     );
     await this.idle();
-    // Caught up: judge every run once with everything read, then follow records as they come.
-    this.pipeline.holdDetectors = false;
-    for (const run of this.pipeline.registry.all()) {
-      const t = this.engine.evaluate(run, this.pipeline.detectContext());
-      if (t.length > 0) this.onTransitions(t);
-    }
     await this.checkpoint();
     this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
     this.every(config.watch.statusIntervalMs, () => this.status());
