@@ -185,11 +185,11 @@ describe('train.log', () => {
 
   test('TRL console dicts after tqdm output split by \\r, numbered in order', () => {
     const p = new TextLogParser(opts);
-    const a = metric(p.line("  5%|▌ | 1/20 [00:03<01:00]\r{'loss': '0.0334', 'reward': 0.875, 'rewards/format_reward_fn/mean': 1.0, 'frac_reward_zero_std': 0.9, 'epoch': 0.0}"));
+    const a = metric(p.line("  5%|▌ | 1/20 [00:03<01:00]\r{'loss': '0.0412', 'reward': 0.875, 'rewards/format_reward_fn/mean': 1.0, 'frac_reward_zero_std': 0.9, 'epoch': 0.0}"));
     const b = metric(p.line("{'loss': 0.1, 'reward': 0.5, 'epoch': 0.1}"));
     assert.equal(a.step, 1);
     assert.equal(b.step, 2);
-    assert.deepEqual(a.values, { loss: 0.0334, reward: 0.875, format: 1, frac_reward_zero_std: 0.9 });
+    assert.deepEqual(a.values, { loss: 0.0412, reward: 0.875, format: 1, frac_reward_zero_std: 0.9 });
     assert.equal(p.format(), 'trl-console');
     assert.deepEqual(p.line("{'train_runtime': 877.9, 'train_loss': 0.09, 'epoch': 0.05}"), [{ kind: 'finished' }]);
     const e = metric(p.line("{'eval_loss': 0.2, 'eval_reward': 0.7, 'epoch': 0.1}"));
@@ -283,10 +283,13 @@ describe('BAR-RAG debug logs', () => {
 
   test('generator blocks', () => {
     const p = new BarragGeneratorDebugParser(opts);
-    p.line('[2026-11-30 03:02:45] fmt=1.0 reward=1.000000 max_f1=1.000000 max_em=1.000000');
-    p.line('[2026-11-30 03:02:45] fmt=0.0 reward=0.000000 max_f1=0.000000 max_em=0.000000');
+    p.line('[2026-01-05 12:00:07] fmt=1.0 reward=0.800000 max_f1=0.750000 max_em=1.000000');
+    p.line('[2026-01-05 12:00:08] fmt=1.0 reward=0.400000 max_f1=0.250000 max_em=0.000000');
     const [r] = p.flush() as MetricRecord[];
-    assert.deepEqual({ ...r!.values, reward_std: undefined, format_std: undefined, f1_std: undefined, accuracy_std: undefined }, { samples: 2, format: 0.5, reward: 0.5, f1: 0.5, accuracy: 0.5, reward_std: undefined, format_std: undefined, f1_std: undefined, accuracy_std: undefined });
+    const { reward_std, f1_std, accuracy_std, format_std, ...means } = r!.values;
+    assert.deepEqual(means, { samples: 2, format: 1, reward: 0.6000000000000001, f1: 0.5, accuracy: 0.5 });
+    assert.equal(format_std, 0);
+    for (const sd of [reward_std, f1_std, accuracy_std]) assert.ok(sd !== undefined && sd > 0);
   });
 });
 

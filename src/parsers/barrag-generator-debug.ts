@@ -1,6 +1,6 @@
 /**
  * BAR-RAG's generator reward debug log (`reward_debug_*.log`, verl/utils/reward_score/generator.py):
- * one block per answer with `fmt=1.0 reward=1.000000 max_f1=1.000000 max_em=1.000000`.
+ * one block per answer with a line `fmt=<0|1> reward=<r> max_f1=<f1> max_em=<em>`.
  * Exact match is the generator's accuracy. Samples are grouped into steps like the selector log.
  */
 import { SampleBuckets, type BucketState } from './buckets.js';

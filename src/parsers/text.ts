@@ -2,7 +2,7 @@
 
 // CSI sequences (colours, cursor moves) and OSC sequences.
 const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)/g;
-// `(TaskRunner pid=14640)`, `(WorkerDict pid=123, ip=10.0.0.1)`
+// `(TaskRunner pid=123)`, `(WorkerDict pid=456, ip=10.0.0.1)`
 const RAY_PREFIX = /^\s*\([A-Za-z_][\w.]*\s+pid=\d+[^)]*\)\s*/;
 // `[2026-11-30 10:00:00]`, `[2026-11-30T10:00:00.123Z]`
 const BRACKET_TIME = /^\s*\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]\s*/;
