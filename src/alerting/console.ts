@@ -5,14 +5,15 @@
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Transition } from '../detectors/engine.js';
+import { where } from '../notifiers/render.js';
 import { findingJson } from '../report/json.js';
 
 const LABEL: Record<Transition['kind'], string> = { firing: 'FIRING', resolved: 'RESOLVED', escalated: 'ESCALATED' };
 
 export function formatTransition(t: Transition): string {
   const f = t.finding;
-  const where = [f.round !== null ? `round ${f.round}` : null, f.step !== null ? `step ${f.step}` : null].filter(Boolean).join(', ');
-  const head = `${LABEL[t.kind]} [${f.severity}] ${f.detector}: ${f.run}${where ? ` (${where})` : ''}`;
+  const at = where(f);
+  const head = `${LABEL[t.kind]} [${f.severity}] ${f.detector}: ${f.run}${at ? ` (${at})` : ''}`;
   if (t.kind === 'resolved') return `${head}\n  no longer holds: ${f.message}\n`;
   return `${head}\n  ${f.message}\n${f.recommendation ? `  -> ${f.recommendation}\n` : ''}`;
 }

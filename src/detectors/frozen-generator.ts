@@ -37,11 +37,6 @@ export interface CurveMatch {
   segments: number;
 }
 
-/** Noise of segment means: sd of neighbour differences / sqrt(2), blind to smooth trends. */
-function segmentNoise(means: number[]): number {
-  return noiseSd(means);
-}
-
 /**
  * How closely round b's curve of `name` repeats round a's over their common span: the RMS
  * difference of their segment means over the RMS difference noise alone would give. Noise is
@@ -53,7 +48,8 @@ export function curveMatch(a: RoundState, b: RoundState, name: string, segments:
   const ma = segmentMeans(a, name, span, segments);
   const mb = segmentMeans(b, name, span, segments);
   if (ma === null || mb === null) return null;
-  const noise = Math.sqrt(segmentNoise(ma) ** 2 + segmentNoise(mb) ** 2);
+  // Noise of a segment mean: sd of neighbour differences / sqrt(2), blind to smooth trends.
+  const noise = Math.sqrt(noiseSd(ma) ** 2 + noiseSd(mb) ** 2);
   if (!(noise > 0)) return null;
   let ss = 0;
   for (let i = 0; i < segments; i++) ss += (ma[i]! - mb[i]!) ** 2;

@@ -9,7 +9,8 @@ export function escapeHtml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 
-export function where(a: NotifiedAlert): string {
+/** `round 2, step 340` (either part left out when unknown). */
+export function where(a: { round: number | null; step: number | null }): string {
   return [a.round !== null ? `round ${a.round}` : null, a.step !== null ? `step ${a.step}` : null].filter(Boolean).join(', ');
 }
 

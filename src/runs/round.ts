@@ -63,17 +63,17 @@ export class RoundState {
    * Applies one step's values from `source` (a file); returns the names of series seen for the
    * first time. `steps` counts distinct steps: a step past the highest seen so far.
    */
-  apply(rec: MetricRecord & { step: number }, now: number, source: string): string[] {
+  apply(rec: MetricRecord, step: number, now: number, source: string): string[] {
     const fresh: string[] = [];
     this.records++;
-    if (this.lastStep === null || rec.step > this.lastStep) {
+    if (this.lastStep === null || step > this.lastStep) {
       this.steps++;
-      this.arrivals.push(rec.step, now);
-      if (rec.time !== undefined) this.stepTimes.push(rec.step, rec.time);
-      this.lastStep = rec.step;
+      this.arrivals.push(step, now);
+      if (rec.time !== undefined) this.stepTimes.push(step, rec.time);
+      this.lastStep = step;
     }
-    this.firstStep ??= rec.step;
-    if (rec.step < this.firstStep) this.firstStep = rec.step;
+    this.firstStep ??= step;
+    if (step < this.firstStep) this.firstStep = step;
     this.firstSeen ??= now;
     this.lastSeen = now;
     if (rec.time !== undefined) this.lastTime = rec.time;
@@ -92,7 +92,7 @@ export class RoundState {
         this.duplicates++;
         continue;
       }
-      s.add(rec.step, rec.values[name]!);
+      s.add(step, rec.values[name]!);
     }
     return fresh;
   }

@@ -79,7 +79,7 @@ export class RunState {
           created = true;
         }
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
-        const fresh = round.apply({ ...rec, step }, now, ctx.file);
+        const fresh = round.apply(rec, step, now, ctx.file);
         if (!created && fresh.length === 0) return null;
         const d: Discovery = {};
         if (created) d.round = round;

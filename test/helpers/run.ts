@@ -1,5 +1,5 @@
 /** Writes small runs in the canonical layout of SPEC 3.1 for tests. */
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export function selectorLine(step: number, v: { boundary: number; accuracy: number }): string {
@@ -35,4 +35,3 @@ export function writeRun(dir: string, rounds: number, steps: number): void {
   }
 }
 
-export { appendFileSync };

@@ -7,7 +7,7 @@
  * The curves come from formulas plus noise (white for even seeds, AR(1) for odd seeds, which is
  * closer to real training curves); the properties of each scenario are in SCENARIOS below.
  */
-import { appendFileSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { normal, rng } from './random.js';
 
@@ -281,4 +281,3 @@ export function writeScenario(dir: string, name: ScenarioName, seed: number, now
   }
 }
 
-export { appendFileSync };
