@@ -5,7 +5,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { FSWatcher } from 'chokidar';
-import type { Config } from './config/load.js';
+import { isLoopback, type Config } from './config/load.js';
 import type { Logger } from './log.js';
 import { AlertLog } from './alerting/console.js';
 import { Alerting } from './alerting/service.js';
@@ -161,9 +161,17 @@ export class Daemon {
     this.every(config.watch.statusIntervalMs, () => this.status());
     this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
     if (config.http.listen !== undefined) {
+      const { host, port } = config.http.listen;
       this.health = new HealthServer(() => this.snapshot());
-      const at = await this.health.start(config.http.listen.host, config.http.listen.port);
-      this.log.info({ host: at.host, port: at.port }, `serving /healthz and /metrics on ${at.host}:${at.port}`);
+      try {
+        const at = await this.health.start(host, port);
+        if (isLoopback(host)) this.log.info({ host: at.host, port: at.port }, `serving /healthz and /metrics on ${at.host}:${at.port}`);
+        else this.log.warn({ host: at.host, port: at.port }, `serving /healthz and /metrics on ${at.host}:${at.port}, beyond this machine (http.expose is true)`);
+      } catch (err) {
+        // Watching matters more than the endpoint: keep going, say so.
+        this.health = null;
+        this.log.error({ host, port, code: (err as NodeJS.ErrnoException).code }, `cannot serve /healthz and /metrics on ${host}:${port} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); watching continues without them`);
+      }
     }
     if (config.summary.channels.some((c) => config.notify[c] !== undefined)) {
       this.summaryTask = cron.schedule(config.summary.cron, () => void this.sendSummary(), { timezone: config.summary.timezone });

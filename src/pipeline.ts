@@ -8,7 +8,7 @@ import type { FormatId, ParsedRecord, ParserOptions } from './parsers/types.js';
 import { RunRegistry } from './runs/registry.js';
 import type { StatsOptions } from './runs/series.js';
 import { STATE_VERSION, type StateFile } from './sources/checkpoint.js';
-import { FileSource, type FileProblem } from './sources/file-source.js';
+import { FileSource, type FileCounters, type FileProblem } from './sources/file-source.js';
 import type { FilePlace } from './sources/place.js';
 import type { ReadOutcome, TailOptions } from './sources/tailer.js';
 import type { Logger } from './log.js';
@@ -53,6 +53,8 @@ export class Pipeline {
   holdDetectors = false;
   /** `file` -> error code of a failing read, logged once until the file reads again. */
   private readonly failing = new Map<string, string>();
+  /** Counters of files no longer followed (removed), by path. */
+  private readonly retired = new Map<string, FileCounters>();
 
   constructor(
     private readonly opts: PipelineOptions,
@@ -60,6 +62,7 @@ export class Pipeline {
   ) {
     this.registry = restored === null ? new RunRegistry(opts.stats) : RunRegistry.from(restored.runs, opts.stats);
     this.saved = restored?.files ?? {};
+    for (const [f, c] of Object.entries(restored?.retired ?? {})) this.retired.set(f, c);
     opts.engine?.restore(restored?.engine);
   }
 
@@ -78,6 +81,12 @@ export class Pipeline {
     const saved = this.saved[file];
     const usable = saved !== undefined && saved.kind === kind && saved.place.run === place.run ? saved : null;
     const src = new FileSource(file, kind, place, this.opts.parser, this.opts.tail, (p) => this.problem(p), usable);
+    // A path deleted and recreated keeps counting from where it was: counters never go down.
+    const before = this.retired.get(file);
+    if (before !== undefined && usable === null) {
+      Object.assign(src.counters, before);
+      this.retired.delete(file);
+    }
     this.sources.set(file, src);
     this.opts.log.debug({ file, kind, run: place.run, role: place.role, round: place.round, resumed: usable !== null }, 'following file');
     return src;
@@ -87,6 +96,7 @@ export class Pipeline {
     const src = this.sources.get(file);
     if (src === undefined) return;
     this.sources.delete(file);
+    this.retired.set(file, { ...src.counters });
     await src.close();
   }
 
@@ -153,11 +163,11 @@ export class Pipeline {
 
   totals(): Totals {
     const t: Totals = { runs: this.registry.size, files: this.sources.size, lines: 0, records: 0, malformed: 0, longLines: 0 };
-    for (const s of this.sources.values()) {
-      t.lines += s.counters.lines;
-      t.records += s.counters.records;
-      t.malformed += s.counters.malformed;
-      t.longLines += s.counters.longLines;
+    for (const c of [...[...this.sources.values()].map((s) => s.counters), ...this.retired.values()]) {
+      t.lines += c.lines;
+      t.records += c.records;
+      t.malformed += c.malformed;
+      t.longLines += c.longLines;
     }
     return t;
   }
@@ -166,6 +176,7 @@ export class Pipeline {
     const files: StateFile['files'] = {};
     for (const [f, s] of this.sources) files[f] = s.checkpoint();
     const state: StateFile = { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files, runs: this.registry.toJSON() };
+    if (this.retired.size > 0) state.retired = Object.fromEntries(this.retired);
     if (this.opts.engine !== undefined) state.engine = this.opts.engine.toJSON();
     return state;
   }

@@ -39,6 +39,11 @@ describe('invalid configs: one case per file, the exact message', () => {
       'several.yaml: log.level: must be one of fatal, error, warn, info, debug, trace',
     ],
     'slack-bad-url.yaml': ['slack-bad-url.yaml: notify.slack.webhook_url: must be a URL'],
+    'alias-bomb.yaml': [
+      ...Array.from({ length: 9 }, (_, i) => `alias-bomb.yaml: watch.roots[${i}]: must be a string, not a list`),
+      'alias-bomb.yaml: detectors: must be a mapping, not a list',
+    ],
+    'exposed.yaml': ['exposed.yaml: http.listen: 0.0.0.0 is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine'],
   };
   for (const [file, want] of Object.entries(cases)) {
     test(file, () => assert.deepEqual(problems(file), want));
@@ -102,7 +107,16 @@ describe('valid configs', () => {
     const c = parseConfig('watch:\n  roots: [runs, /abs/runs]\nstate_dir: ../state\nhttp:\n', '/etc/barwatch/barwatch.yaml');
     assert.deepEqual(c.watch.roots, ['/etc/barwatch/runs', '/abs/runs']);
     assert.equal(c.stateDir, '/etc/state');
-    assert.deepEqual(c.http, {});
+    assert.deepEqual(c.http, { expose: false });
+  });
+
+  test('http.listen: loopback by default, another address only with http.expose', () => {
+    for (const host of ['127.0.0.1', 'localhost', '[::1]', '127.3.2.1']) {
+      assert.equal(parseConfig(`http: {listen: "${host}:0"}\n`, '/etc/b.yaml').http.listen?.port, 0, host);
+    }
+    const c = parseConfig('http: {listen: "0.0.0.0:9464", expose: true}\n', '/etc/b.yaml');
+    assert.deepEqual(c.http, { listen: { host: '0.0.0.0', port: 9464 }, expose: true });
+    assert.throws(() => parseConfig('http: {listen: "192.168.1.5:9464"}\n', '/etc/b.yaml'), /192\.168\.1\.5 is not a loopback address/);
   });
 
   test('secrets from a file or the environment never print', () => {

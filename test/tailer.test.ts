@@ -124,7 +124,7 @@ describe('tailer edge cases', () => {
     const file = path.join(dir, 'train.log');
     writeFileSync(file, 'step=1 a=1\nstep=2 a=2\n');
     const notes: string[] = [];
-    const t = new FileTailer(file, undefined, null, { truncated: () => notes.push('truncated'), rotated: ({ reason }) => notes.push(reason) });
+    const t = new FileTailer(file, undefined, null, { truncated: ({ rewritten }) => notes.push(rewritten ? 'rewritten' : 'truncated'), rotated: ({ reason }) => notes.push(reason) });
     const out: string[] = [];
     await readAll(t, out);
     truncateSync(file, 0);
@@ -134,7 +134,7 @@ describe('tailer edge cases', () => {
     writeFileSync(file, 'step=100 a=100\nstep=101 a=101\nstep=102 a=102\n');
     await readAll(t, out);
     assert.deepEqual(out, ['step=1 a=1', 'step=2 a=2', 'step=9 a=9', 'step=100 a=100', 'step=101 a=101', 'step=102 a=102']);
-    assert.deepEqual(notes, ['truncated', 'first-line']);
+    assert.deepEqual(notes, ['truncated', 'rewritten']);
     await t.close();
   });
 

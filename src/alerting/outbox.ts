@@ -6,6 +6,10 @@
  * `outbox/failed/`. After a restart the outbox resumes; the notification log stops a repeat of
  * anything a channel had accepted. (A crash in the instant between the channel's answer and the
  * log write can still repeat that one message: no webhook offers an idempotency key.)
+ *
+ * A state folder that cannot be written (full disk, read-only) never stops delivery: the entries
+ * and the record of what was sent are kept in memory, the failure is logged once, and the
+ * recovery is logged when a write succeeds again.
  */
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
@@ -54,6 +58,8 @@ export class Outbox {
   private readonly sent = new Set<string>();
   private readonly channels = new Map<string, ChannelState>();
   private pumping: Promise<void> | null = null;
+  /** The error code of the last failed write to the state folder, logged once until it changes. */
+  private diskError: string | null = null;
   /** Deliveries and permanent failures, for tests and metrics. */
   readonly counters = { sent: new Map<string, number>(), failed: new Map<string, number>() };
 
@@ -70,7 +76,7 @@ export class Outbox {
 
   /** Loads what a previous process left: queued entries and the log of what was sent. */
   async init(): Promise<void> {
-    await fsp.mkdir(path.join(this.dir, 'failed'), { recursive: true });
+    if (!(await this.disk('create the outbox folder', () => fsp.mkdir(path.join(this.dir, 'failed'), { recursive: true })))) return;
     if (existsSync(this.logFile)) {
       const lines = readFileSync(this.logFile, 'utf8').split('\n').filter((l) => l.trim() !== '');
       for (const l of lines.slice(-LOG_KEEP)) {
@@ -113,8 +119,30 @@ export class Outbox {
       return false;
     }
     const e: Entry = { notification: n, attempts: 0, nextAttempt: this.now(), lastError: null };
-    await writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e));
     this.entries.set(n.id, e);
+    await this.disk('queue a notification on disk', () => writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e)));
+    return true;
+  }
+
+  /**
+   * Runs one write to the state folder; a failure is logged once per error code (with what is
+   * kept in memory instead) and the recovery once. True when the write succeeded.
+   */
+  private async disk(what: string, write: () => Promise<unknown> | void): Promise<boolean> {
+    try {
+      await write();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      if (this.diskError !== code) {
+        this.diskError = code;
+        this.log.error({ stateDir: path.dirname(this.dir), code }, `cannot ${what} (${code}); notifications and the record of what was sent are kept in memory until the state folder can be written`);
+      }
+      return false;
+    }
+    if (this.diskError !== null) {
+      this.log.info({ stateDir: path.dirname(this.dir) }, 'the outbox is written to disk again');
+      this.diskError = null;
+    }
     return true;
   }
 
@@ -174,18 +202,19 @@ export class Outbox {
         log.warn({ id: n.id, attempts: e.attempts, retryInMs: wait, queued: this.entries.size }, `cannot send to ${n.channel}: ${r.error}; retrying with backoff`);
         ch.logged = r.error;
       }
-      await writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e)).catch(() => undefined);
+      await this.disk('update a queued notification', () => writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e)));
     }
   }
 
   private async delivered(e: Entry): Promise<void> {
     const n = e.notification;
     const rec: DeliveryRecord = { time: new Date(this.now()).toISOString(), id: n.id, dedupeKey: n.dedupeKey, channel: n.channel, group: n.group, attempts: e.attempts };
-    appendFileSync(this.logFile, JSON.stringify(rec) + '\n');
     this.sent.add(n.dedupeKey);
     this.entries.delete(n.id);
     this.counters.sent.set(n.channel, (this.counters.sent.get(n.channel) ?? 0) + 1);
-    await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true });
+    await this.disk('record a delivery in notifications.jsonl', () => appendFileSync(this.logFile, JSON.stringify(rec) + '\n'));
+    // Removed even when the record could not be written: a restart must not send it again.
+    await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
   }
 
   private async fail(e: Entry, error: string): Promise<void> {
@@ -193,8 +222,8 @@ export class Outbox {
     e.lastError = error;
     this.entries.delete(n.id);
     this.counters.failed.set(n.channel, (this.counters.failed.get(n.channel) ?? 0) + 1);
-    await writeAtomic(path.join(this.dir, 'failed', `${n.id}.json`), JSON.stringify(e)).catch(() => undefined);
-    await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true });
+    await this.disk('move a refused notification to outbox/failed', () => writeAtomic(path.join(this.dir, 'failed', `${n.id}.json`), JSON.stringify(e)));
+    await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
   }
 
   /** When the next entry is due (ms), or null when the outbox is empty. */

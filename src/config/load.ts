@@ -60,9 +60,10 @@ export interface Config {
       to: string[];
     };
     alertmanager?: { url: string };
+    timeoutMs: number;
   };
   summary: { cron: string; timezone: string; channels: ('email' | 'slack')[] };
-  http: { listen?: { host: string; port: number } };
+  http: { listen?: { host: string; port: number }; expose: boolean };
   log: { level: string; format: 'auto' | 'json' | 'pretty' };
   /** Every detector's parameters: its defaults with the config's values over them. */
   detectors: Record<string, Params>;
@@ -256,7 +257,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     return undefined;
   };
 
-  const notify: Config['notify'] = {};
+  const notify: Config['notify'] = { timeoutMs: ms(raw.notify.timeout) };
   const slack = raw.notify.slack;
   if (slack !== undefined) {
     const url = secret('notify.slack', 'webhook_url', slack.webhook_url, slack.webhook_url_file, 'BARWATCH_SLACK_WEBHOOK_URL', true);
@@ -299,6 +300,9 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     const port = Number(m[2]);
     if (port > 65535) problems.push({ file: name, key: 'http.listen', message: 'port must be between 0 (any free port) and 65535' });
     listen = { host: m[1]!, port };
+    if (!isLoopback(listen.host) && !raw.http.expose) {
+      problems.push({ file: name, key: 'http.listen', message: `${listen.host} is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine` });
+    }
   }
 
   const detectors: Record<string, Params> = {};
@@ -366,9 +370,14 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     },
     notify,
     summary: raw.summary,
-    http: listen === undefined ? {} : { listen },
+    http: listen === undefined ? { expose: raw.http.expose } : { listen, expose: raw.http.expose },
     log: raw.log,
     detectors,
     raw,
   };
+}
+
+/** localhost, 127.0.0.0/8 and ::1: addresses no other machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }

@@ -92,6 +92,8 @@ const notify = z.strictObject({
   slack: slack.optional(),
   email: email.optional(),
   alertmanager: z.strictObject({ url: z.string().url() }).optional(),
+  /** How long one send may take (connect, answer) before it counts as failed and is retried. */
+  timeout: duration.default('10s'),
 });
 
 const summary = z.strictObject({
@@ -102,6 +104,8 @@ const summary = z.strictObject({
 
 const http = z.strictObject({
   listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' }).optional(),
+  /** Must be true to listen on an address other than loopback (/metrics names runs and files). */
+  expose: z.boolean().default(false),
 });
 
 const log = z.strictObject({

@@ -13,8 +13,9 @@ export interface NotifierOverrides {
 export function buildNotifiers(config: Config, o: NotifierOverrides = {}): Notifier[] {
   const out: Notifier[] = [];
   const n = config.notify;
-  if (n.slack !== undefined) out.push(createSlackNotifier({ webhookUrl: n.slack.webhookUrl }));
-  if (n.email !== undefined) out.push(createEmailNotifier({ ...n.email, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
-  if (n.alertmanager !== undefined) out.push(createAlertmanagerNotifier({ url: n.alertmanager.url }));
+  const timeoutMs = n.timeoutMs;
+  if (n.slack !== undefined) out.push(createSlackNotifier({ webhookUrl: n.slack.webhookUrl, timeoutMs }));
+  if (n.email !== undefined) out.push(createEmailNotifier({ ...n.email, timeoutMs, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
+  if (n.alertmanager !== undefined) out.push(createAlertmanagerNotifier({ url: n.alertmanager.url, timeoutMs }));
   return out;
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { AlertingJSON } from '../alerting/service.js';
 import type { EngineJSON } from '../detectors/engine.js';
 import type { RunJSON } from '../runs/run.js';
-import type { FileCheckpoint } from './file-source.js';
+import type { FileCheckpoint, FileCounters } from './file-source.js';
 
 export const STATE_VERSION = 1;
 
@@ -22,6 +22,8 @@ export interface StateFile {
   engine?: EngineJSON;
   /** Alerts and notification groups. */
   alerting?: AlertingJSON;
+  /** Counters of files that were removed (kept so totals never go down). */
+  retired?: Record<string, FileCounters>;
 }
 
 export async function writeAtomic(file: string, data: string): Promise<void> {

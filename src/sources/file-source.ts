@@ -76,13 +76,14 @@ export class FileSource {
 
   private notices(): TailNotices {
     return {
-      truncated: ({ from }) => {
+      truncated: ({ from, rewritten }) => {
         this.counters.truncations++;
-        this.problem({ file: this.file, kind: 'truncated', message: `file was truncated (was read to byte ${from}); reading it again from the start`, offset: from });
+        const how = rewritten ? `truncated and rewritten past byte ${from} (its first line changed)` : `truncated (was read to byte ${from})`;
+        this.problem({ file: this.file, kind: 'truncated', message: `file was ${how}; reading it again from the start`, offset: from });
       },
       rotated: ({ reason }) => {
         this.counters.rotations++;
-        const why = reason === 'inode' ? 'a new file replaced it' : reason === 'first-line' ? 'its first line changed' : 'it was replaced while barwatch was stopped';
+        const why = reason === 'inode' ? 'a new file replaced it' : 'it was replaced while barwatch was stopped';
         this.problem({ file: this.file, kind: 'rotated', message: `file was rotated (${why}); reading the new file from the start` });
       },
       longLine: ({ offset, bytes }) => {

@@ -33,8 +33,9 @@ export interface TailOptions {
 export const DEFAULT_TAIL: TailOptions = { maxLineBytes: 1 << 20, chunkBytes: 1 << 18, maxBytesPerRead: 16 << 20 };
 
 export interface TailNotices {
-  truncated?(info: { from: number }): void;
-  rotated?(info: { reason: 'inode' | 'first-line' | 'while-stopped' }): void;
+  /** The same file shrank, or was cut and rewritten past the old end (its first line changed). */
+  truncated?(info: { from: number; rewritten: boolean }): void;
+  rotated?(info: { reason: 'inode' | 'while-stopped' }): void;
   longLine?(info: { offset: number; bytes: number }): void;
 }
 
@@ -107,10 +108,10 @@ export class FileTailer {
       this.notices.rotated?.({ reason: 'inode' });
       await this.open(deliver);
     } else if (st.size < this.readPos) {
-      this.notices.truncated?.({ from: this.readPos });
+      this.notices.truncated?.({ from: this.readPos, rewritten: false });
       this.reset();
     } else if (this.fp !== null && !(await this.sameFirstLine())) {
-      this.notices.rotated?.({ reason: 'first-line' });
+      this.notices.truncated?.({ from: this.readPos, rewritten: true });
       this.reset();
     }
     return this.readFrom(deliver, this.opts.maxBytesPerRead);
@@ -150,10 +151,10 @@ export class FileTailer {
       this.fp = saved.fp;
       this.fpLen = saved.fpLen;
       if (fst.size < saved.offset) {
-        this.notices.truncated?.({ from: saved.offset });
+        this.notices.truncated?.({ from: saved.offset, rewritten: false });
         this.reset();
       } else if (saved.fp !== null && !(await this.sameFirstLine())) {
-        this.notices.rotated?.({ reason: 'first-line' });
+        this.notices.truncated?.({ from: saved.offset, rewritten: true });
         this.reset();
       } else {
         this.offset = this.readPos = saved.offset;

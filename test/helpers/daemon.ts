@@ -15,9 +15,11 @@ export class DaemonProcess {
   private stderrRest = '';
   readonly exited: Promise<number | null>;
 
-  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+  /** `user` runs it as another user (the tests running as root use `nobody` so permissions apply). */
+  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; user?: { uid: number; gid: number } } = {}) {
     this.child = spawn(process.execPath, [BIN, 'watch', ...args], {
       cwd: opts.cwd,
+      ...opts.user,
       env: { ...process.env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -11,7 +11,8 @@ export interface Captured {
   json: unknown;
 }
 
-export type Responder = (req: Captured, n: number) => { status: number; body?: string; headers?: Record<string, string> };
+/** An answer, or 'hang': hold the request open without answering (a timeout on the client). */
+export type Responder = (req: Captured, n: number) => { status: number; body?: string; headers?: Record<string, string> } | 'hang';
 
 /** An HTTP server that records every request and answers as `respond` says (default 200 "ok"). */
 export class CaptureServer {
@@ -35,6 +36,7 @@ export class CaptureServer {
         const cap = { method: req.method ?? '', path: req.url ?? '', body, json };
         this.requests.push(cap);
         const r = this.respond(cap, this.requests.length);
+        if (r === 'hang') return;
         res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
         res.end(r.body ?? '');
       });

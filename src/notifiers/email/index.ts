@@ -15,6 +15,8 @@ export interface EmailOptions {
   smtp: { host: string; port: number; secure: boolean; user?: string; pass?: Secret };
   from: string;
   to: string[];
+  /** Connection, greeting and socket timeout. */
+  timeoutMs?: number;
   /** Loopback tests use self-signed certificates. */
   tls?: { rejectUnauthorized: boolean };
 }
@@ -44,9 +46,9 @@ export function createEmailNotifier(opts: EmailOptions): Notifier {
     port: opts.smtp.port,
     secure: opts.smtp.secure,
     ...(opts.smtp.user !== undefined ? { auth: { user: opts.smtp.user, pass: opts.smtp.pass?.reveal() ?? '' } } : {}),
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 20_000,
+    connectionTimeout: opts.timeoutMs ?? 10_000,
+    greetingTimeout: opts.timeoutMs ?? 10_000,
+    socketTimeout: opts.timeoutMs ?? 10_000,
     ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
   });
   const secrets = [opts.smtp.pass];
