@@ -43,6 +43,8 @@ export interface DaemonOptions {
 }
 
 export const STATE_FILE = 'state.json';
+/** chokidar's change-event throttle (50 ms) plus a margin; see Daemon.recheck. */
+const RECHECK_MS = 75;
 
 export class Daemon {
   private pipeline: Pipeline | null = null;
@@ -62,6 +64,7 @@ export class Daemon {
   private saving: Promise<void> = Promise.resolve();
   private summaryTask: ScheduledTask | null = null;
   private health: HealthServer | null = null;
+  private readonly rechecks = new Map<string, NodeJS.Timeout>();
   /** When each queued file was queued (ms): the ingest lag. */
   private readonly queuedAt = new Map<string, number>();
   private notifierList: Notifier[] = [];
@@ -155,6 +158,9 @@ export class Daemon {
         this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
       },
     );
+    // A line written after its file was caught up on but before the watcher covered its folder
+    // raised no event: one more look at every file now that the watcher is ready closes that gap.
+    for (const file of this.pipeline.sources.keys()) this.schedule(file);
     await this.idle();
     await this.checkpoint();
     this.every(config.watch.checkpointIntervalMs, () => this.checkpoint());
@@ -198,6 +204,22 @@ export class Daemon {
       p.track(file, kind, placeFile(file, kind));
     }
     this.schedule(file);
+    this.recheck(file);
+  }
+
+  /**
+   * chokidar drops a file's change events for 50 ms after one it emits (leading edge only), so a
+   * write inside that window raises nothing. One more read RECHECK_MS after a file's latest event
+   * picks such a write up without waiting for the sweep.
+   */
+  private recheck(file: string): void {
+    clearTimeout(this.rechecks.get(file));
+    const t = setTimeout(() => {
+      this.rechecks.delete(file);
+      if (!this.stopping) this.schedule(file);
+    }, RECHECK_MS);
+    t.unref();
+    this.rechecks.set(file, t);
   }
 
   /** Queues a file for reading; one reader works through the queue. */
@@ -384,6 +406,7 @@ export class Daemon {
     if (this.stopping) return;
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
+    for (const t of this.rechecks.values()) clearTimeout(t);
     await this.summaryTask?.stop();
     await this.health?.stop();
     await this.watcher?.close();

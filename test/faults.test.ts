@@ -6,7 +6,8 @@
  * test/kill9.test.ts; broken configs and alias bombs: test/config.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
@@ -15,6 +16,7 @@ import { Actor } from './helpers/actor.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { rng } from './helpers/random.js';
+import { CaptureServer } from './helpers/servers.js';
 
 const IS_ROOT = process.getuid?.() === 0;
 /** Root reads everything: the daemon runs as `nobody` where permissions must apply. */
@@ -194,5 +196,245 @@ describe('faults: bad input, written while the daemon runs', () => {
     assert.equal(series('removed')['boundary']!.summary.n, 10);
     // The rotated copies are not read as new files.
     assert.ok(!(`${file('copytruncate')}.1` in s.files) && !(`${file('renamed')}.1` in s.files));
+  });
+});
+
+/** Waits for a status line counting at least `records` records; returns it. */
+function statusAt(d: DaemonProcess, records: number, timeoutMs = 20_000): Promise<LogLine> {
+  return d.waitFor((l) => l.msg.startsWith('status:') && (l['records'] as number) >= records, timeoutMs);
+}
+
+/** A run whose boundary reward turns NaN at step 21: nonfinite-reward fires at once. */
+function nanRun(): string {
+  return goods(1, 20) + '{"step": 21, "boundary": NaN}\n' + goods(22, 40);
+}
+
+/** Each distinct message logged at most once. */
+function noRepeats(logs: LogLine[]): void {
+  const seen = new Map<string, number>();
+  for (const l of logs) if (l.level >= 40) seen.set(l.msg, (seen.get(l.msg) ?? 0) + 1);
+  const repeated = [...seen].filter(([, n]) => n > 1);
+  assert.deepEqual(repeated, [], 'a problem was logged more than once');
+}
+
+describe('faults: the state folder', () => {
+  /**
+   * The daemon keeps reading and alerting when its state folder cannot be written: each write
+   * failure is logged once with the folder named, the alert still reaches the channel once, and
+   * saving resumes when the folder can be written again.
+   */
+  async function unwritableState(break_: (state: string) => void, mend: (state: string) => void, code: string, user?: { uid: number; gid: number }, cleanup?: (state: string) => void): Promise<void> {
+    const { dir, runs, state } = workspace();
+    try {
+      await unwritableStateIn(dir, runs, state, break_, mend, code, user);
+    } finally {
+      cleanup?.(state);
+    }
+  }
+
+  async function unwritableStateIn(dir: string, runs: string, state: string, break_: (state: string) => void, mend: (state: string) => void, code: string, user?: { uid: number; gid: number }): Promise<void> {
+    const am = await new CaptureServer().start();
+    after(() => am.stop());
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
+    break_(state);
+    const d = new DaemonProcess([runs, '--config', cfg], user !== undefined ? { user } : {});
+    after(() => d.child.kill('SIGKILL'));
+    await d.waitFor((l) => l.msg === 'watching');
+    const w = new Actor();
+    after(() => w.close());
+    const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
+    await w.do({ op: 'append', file, text: nanRun() });
+    await statusAt(d, 40);
+    const saveError = await d.waitFor((l) => l.msg.startsWith(`cannot save state (${code})`));
+    assert.equal(saveError['stateDir'], state);
+    // The alert is delivered although it could not be queued on disk.
+    const end = Date.now() + 10_000;
+    while (am.requests.length === 0 && Date.now() < end) await sleep(50);
+    assert.equal(am.requests.length, 1, 'the alert reached Alertmanager');
+    assert.match(am.requests[0]!.body, /nonfinite-reward/);
+    await d.waitFor((l) => l.msg.includes(`(${code}); notifications and the record of what was sent are kept in memory`));
+
+    mend(state);
+    await d.waitFor((l) => l.msg === 'state saved again');
+    await w.do({ op: 'append', file, text: goods(41, 50) });
+    await statusAt(d, 50);
+    assert.equal(d.child.exitCode, null, 'the daemon stays up');
+    assert.equal(await d.stop(), 0);
+    noRepeats(d.logs);
+    assert.equal(am.requests.length, 1, 'sent once');
+    const s = readState(state)!;
+    assert.equal(s.files[file]!.counters.records, 50);
+  }
+
+  const mounted = ((): string | false => {
+    if (!IS_ROOT) return 'mounting a small tmpfs needs root';
+    const probe = tempDir();
+    const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', probe]);
+    if (r.status !== 0) return `cannot mount a tmpfs here (${r.stderr.toString().trim()})`;
+    spawnSync('umount', [probe]);
+    return false;
+  })();
+
+  test('a full disk (ENOSPC, a 1 MiB tmpfs filled up)', { skip: mounted }, async () => {
+    await unwritableState(
+      (state) => {
+        assert.equal(spawnSync('mount', ['-t', 'tmpfs', '-o', `size=1m,uid=${NOBODY.uid},gid=${NOBODY.gid}`, 'tmpfs', state]).status, 0);
+        // Fill it: writes fail with ENOSPC from here on.
+        spawnSync('dd', ['if=/dev/zero', `of=${path.join(state, 'filler')}`, 'bs=64k']);
+      },
+      (state) => rmSync(path.join(state, 'filler')),
+      'ENOSPC',
+      NOBODY,
+      (state) => void spawnSync('umount', ['-l', state]),
+    );
+  });
+
+  test('a read-only state folder', { skip: IS_ROOT || process.getuid?.() !== undefined ? false : 'permissions do not apply here' }, async () => {
+    await unwritableState(
+      (state) => chmodSync(state, 0o555),
+      (state) => chmodSync(state, 0o755),
+      'EACCES',
+      IS_ROOT ? NOBODY : undefined,
+    );
+  });
+});
+
+describe('faults: state files', () => {
+  test('truncated or garbage state files are named, moved aside and rebuilt from the logs; nothing is sent twice', async () => {
+    const { dir, runs, state } = workspace();
+    const am = await new CaptureServer().start();
+    after(() => am.stop());
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
+    const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, nanRun());
+    let d = new DaemonProcess([runs, '--config', cfg]);
+    after(() => d.child.kill('SIGKILL'));
+    await statusAt(d, 40);
+    await d.waitFor((l) => l.msg.startsWith('sent to alertmanager'));
+    assert.equal(await d.stop(), 0);
+
+    // Break every file the state folder holds.
+    const stateJson = path.join(state, 'state.json');
+    const text = readFileSync(stateJson, 'utf8');
+    writeFileSync(stateJson, text.slice(0, text.length >> 1));
+    writeFileSync(`${stateJson}.tmp`, text.slice(0, 100));
+    writeFileSync(path.join(state, 'outbox', 'garbage.json'), '{"notification": {"id": ');
+    writeFileSync(path.join(state, 'notifications.jsonl'), readFileSync(path.join(state, 'notifications.jsonl'), 'utf8') + '{"time": "2026-');
+    writeFileSync(path.join(state, 'silences.json'), '\u0000\u0001 not json');
+
+    d = new DaemonProcess([runs, '--config', cfg]);
+    await d.waitFor((l) => l.msg === 'watching');
+    const w = new Actor();
+    after(() => w.close());
+    await w.do({ op: 'append', file, text: goods(41, 50) });
+    await statusAt(d, 50);
+    await sleep(1500);
+    assert.equal(d.child.exitCode, null, 'the daemon stays up');
+    assert.equal(await d.stop(), 0);
+
+    const warned = d.logs.filter((l) => l.level >= 40).map((l) => l.msg);
+    const one = (re: RegExp): void => assert.equal(warned.filter((m) => re.test(m)).length, 1, `${re}: ${warned.join('\n')}`);
+    one(/^incomplete .*state\.json\.tmp ignored \(not valid JSON/);
+    one(/^state file .*state\.json is unusable \(not valid JSON .*\); moved to .*state\.json\.corrupt-/);
+    one(/^unreadable outbox entry .*; moved to .*failed\/garbage\.json\.unreadable$/);
+    one(/^cannot read .*silences\.json \(Unexpected token/);
+    noRepeats(d.logs);
+    assert.ok(readdirSync(state).some((f) => f.startsWith('state.json.corrupt-')));
+    // Rebuilt from the logs: every record, once.
+    assert.equal(readState(state)!.files[file]!.counters.records, 50);
+    // The alert found again is not sent again: notifications.jsonl remembers it.
+    assert.equal(am.requests.length, 1);
+  });
+});
+
+describe('faults: notifiers', () => {
+  test('timeouts, a 429 storm, connection refused, then 500s: every notification arrives once, each failure logged once', async () => {
+    const { dir, runs, state } = workspace();
+    // Slack: three requests that never get an answer (timeouts), then five 429s with Retry-After.
+    const slack = await new CaptureServer().start();
+    after(() => slack.stop());
+    slack.respond = (_req, n) => (n <= 3 ? 'hang' : n <= 8 ? { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } } : { status: 200, body: 'ok' });
+    // Alertmanager: nothing listens at first (connection refused); then it answers 500 for 3 s.
+    const probe = await new CaptureServer().start();
+    const amPort = Number(new URL(probe.url).port);
+    await probe.stop();
+    const am = new CaptureServer();
+    after(() => am.stop());
+    let failUntil = 0;
+    am.respond = () => (Date.now() < failUntil ? { status: 500, body: 'internal error' } : { status: 200, body: 'ok' });
+
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${state}\nwatch: {status_interval: 1s, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  timeout: 300ms\n  slack: {webhook_url: "${slack.url}/services/T0/B0/SECRET"}\n  alertmanager: {url: "http://127.0.0.1:${amPort}"}\nlog: {format: json}\n`,
+    );
+    const d = new DaemonProcess([runs, '--config', cfg]);
+    after(() => d.child.kill('SIGKILL'));
+    await d.waitFor((l) => l.msg === 'watching');
+    const w = new Actor();
+    after(() => w.close());
+    for (const r of ['r1', 'r2']) await w.do({ op: 'append', file: path.join(runs, r, 'outputs', 'selector_round1', 'reward_history.jsonl'), text: nanRun() });
+    await d.waitFor((l) => l.msg.startsWith('cannot send to alertmanager: Alertmanager unreachable (ECONNREFUSED)'));
+    await sleep(2000);
+    failUntil = Date.now() + 3000;
+    await am.start(amPort);
+
+    const delivered = (server: CaptureServer, ok: (i: number) => boolean): string[] => server.requests.filter((_r, i) => ok(i)).map((r) => r.body);
+    const end = Date.now() + 45_000;
+    const slackOk = (i: number): boolean => i >= 8;
+    while (Date.now() < end && (delivered(slack, slackOk).length < 2 || d.logs.filter((l) => l.msg.startsWith('sent to alertmanager')).length < 2)) await sleep(100);
+    await sleep(1500);
+    assert.equal(d.child.exitCode, null, 'the daemon stays up');
+    assert.equal(await d.stop(), 0);
+
+    // Each run's alert reached each channel exactly once.
+    const runsIn = (bodies: string[]): string[] => bodies.map((b) => (b.includes(path.join(runs, 'r1')) ? 'r1' : b.includes(path.join(runs, 'r2')) ? 'r2' : '?')).sort();
+    assert.deepEqual(runsIn(delivered(slack, slackOk)), ['r1', 'r2']);
+    assert.ok(slack.requests.length >= 10, `${slack.requests.length} Slack requests`);
+    const sent = d.logs.filter((l) => l.msg.startsWith('sent to '));
+    assert.deepEqual(sent.map((l) => l['notifier']).sort(), ['alertmanager', 'alertmanager', 'slack', 'slack']);
+    // Every failure said once, when it started or changed (not at every retry); the recovery once per channel.
+    const failures = d.logs.filter((l) => l.msg.startsWith('cannot send to ')).map((l) => l.msg.replace(/; retrying with backoff$/, ''));
+    assert.deepEqual(failures.sort(), [
+      'cannot send to alertmanager: Alertmanager answered HTTP 500',
+      'cannot send to alertmanager: Alertmanager unreachable (ECONNREFUSED)',
+      'cannot send to slack: Slack answered HTTP 429 Too Many Requests',
+      'cannot send to slack: Slack webhook unreachable (TimeoutError)',
+    ]);
+    assert.equal(d.logs.filter((l) => l.msg === 'slack accepts notifications again').length, 1);
+    assert.equal(d.logs.filter((l) => l.msg === 'alertmanager accepts notifications again').length, 1);
+    // The webhook's secret path never reaches the log.
+    assert.ok(!d.logs.some((l) => JSON.stringify(l).includes('SECRET')));
+  });
+});
+
+describe('faults: many files', () => {
+  test('10,000 empty files (2,500 runs of four): followed without complaint; a write to one is read', async () => {
+    const { dir, runs, state } = workspace();
+    for (let i = 0; i < 2500; i++) {
+      for (const role of ['selector_round1', 'generator_round1']) {
+        const d = path.join(runs, `run${String(i).padStart(4, '0')}`, 'outputs', role);
+        mkdirSync(d, { recursive: true });
+        writeFileSync(path.join(d, 'reward_history.jsonl'), '');
+        writeFileSync(path.join(d, 'train.log'), '');
+      }
+    }
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 500ms, checkpoint_interval: 1s}\nlog: {format: json}\n`);
+    const d = new DaemonProcess([runs, '--config', cfg]);
+    after(() => d.child.kill('SIGKILL'));
+    await d.waitFor((l) => l.msg === 'watching', 60_000);
+    const w = new Actor();
+    after(() => w.close());
+    const file = path.join(runs, 'run1234', 'outputs', 'selector_round1', 'reward_history.jsonl');
+    await w.do({ op: 'append', file, text: goods(1, 10) });
+    const st = await statusAt(d, 10, 60_000);
+    assert.equal(st['files'], 10_000);
+    assert.equal(d.child.exitCode, null, 'the daemon stays up');
+    assert.equal(await d.stop(), 0);
+    assert.deepEqual(d.logs.filter((l) => l.level >= 40), []);
   });
 });

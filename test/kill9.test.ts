@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -20,9 +20,10 @@ import { rng } from './helpers/random.js';
 import { scenarioWrites, type ScenarioName } from './helpers/scenarios.js';
 import { CaptureServer } from './helpers/servers.js';
 
+const KILLS = 20;
 const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');
 
-test('kill -9 at random moments while runs are written: statistics and findings equal one pass, alerts sent once', async () => {
+test('kill -9 at 20 random moments while runs are written: statistics and findings equal one pass, alerts sent once', async () => {
   const am = await new CaptureServer().start();
   after(() => am.stop());
   const root = tempDir();
@@ -31,10 +32,11 @@ test('kill -9 at random moments while runs are written: statistics and findings 
   const writes = names.flatMap((n) => scenarioWrites(n, 9, now).map((w) => ({ ...w, file: path.join(root, 'runs', n, w.file) })));
   writes.sort((a, b) => a.time - b.time);
   const plan = path.join(root, 'plan.json');
-  writeFileSync(plan, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every: 3, pauseMs: 3 }));
+  // Paced to last about 40 s: long enough for KILLS kills at random moments while it writes.
+  writeFileSync(plan, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every: 3, pauseMs: Math.ceil(40_000 / (writes.length / 3)) }));
   const expectedLines = writes.filter((w) => !w.file.endsWith('.yaml')).reduce((a, w) => a + (w.text.match(/\n/g)?.length ?? 0), 0);
   const cfg = path.join(root, 'c.yaml');
-  writeFileSync(cfg, `state_dir: ${root}/state\nwatch: {status_interval: 300ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s, group_interval: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
+  writeFileSync(cfg, `state_dir: ${root}/state\nwatch: {status_interval: 300ms, checkpoint_interval: 100ms, sweep_interval: 1h}\nalerting: {group_wait: 0s, group_interval: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
 
   let d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
   await d.waitFor((l) => l.msg === 'watching');
@@ -44,7 +46,7 @@ test('kill -9 at random moments while runs are written: statistics and findings 
   void done.then(() => (finished = true));
   const r = rng(2026);
   let kills = 0;
-  while (!finished && kills < 8) {
+  while (!finished && kills < KILLS) {
     await sleep(300 + Math.floor(r() * 700));
     if (finished) break;
     d.child.kill('SIGKILL');
@@ -54,10 +56,25 @@ test('kill -9 at random moments while runs are written: statistics and findings 
     await d.waitFor((l) => l.msg === 'watching');
   }
   await done;
-  await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= expectedLines, 60_000);
-  await sleep(1500);
+  // Caught up: every file's saved offset is at its end (the watcher's events alone, no sweep).
+  const caughtUp = (): boolean => {
+    const s = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as StateFile;
+    const files = Object.entries(s.files).filter(([, c]) => c.tail !== null);
+    return files.length > 0 && files.every(([f, c]) => c.tail!.offset === statSync(f).size);
+  };
+  const end = Date.now() + 60_000;
+  while (!caughtUp()) {
+    if (Date.now() > end) {
+      const s = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as StateFile;
+      const behind = Object.entries(s.files).filter(([f, c]) => c.tail !== null && c.tail.offset !== statSync(f).size).map(([f, c]) => `${f}: ${c.tail!.offset} of ${statSync(f).size}`);
+      assert.fail(`barwatch did not catch up with the files within 60 s:\n${behind.join('\n')}`);
+    }
+    await sleep(100);
+  }
+  await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= expectedLines, 10_000);
+  await sleep(1000);
   assert.equal(await d.stop(), 0);
-  assert.ok(kills >= 3, `only ${kills} kills happened`);
+  assert.equal(kills, KILLS, `only ${kills} kills happened before the writer finished`);
 
   const state = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as StateFile;
   const once = await analyzePaths([path.join(root, 'runs')], loadConfig(null), silentLogger(), () => Date.now());

@@ -96,8 +96,10 @@ export class Outbox {
           continue;
         }
         this.entries.set(e.notification.id, e);
-      } catch {
-        await fsp.rename(path.join(this.dir, name), path.join(this.dir, 'failed', `${name}.unreadable`)).catch(() => undefined);
+      } catch (err) {
+        const dest = path.join(this.dir, 'failed', `${name}.unreadable`);
+        await fsp.rename(path.join(this.dir, name), dest).catch(() => undefined);
+        this.log.warn({ file: path.join(this.dir, name) }, `unreadable outbox entry (${(err as Error).message}); moved to ${dest}`);
       }
     }
     if (this.entries.size > 0) this.log.info({ queued: this.entries.size }, 'resuming the notification outbox');
@@ -120,8 +122,14 @@ export class Outbox {
     }
     const e: Entry = { notification: n, attempts: 0, nextAttempt: this.now(), lastError: null };
     this.entries.set(n.id, e);
-    await this.disk('queue a notification on disk', () => writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e)));
+    await this.disk('queue a notification on disk', () => this.write(path.join(this.dir, `${n.id}.json`), e));
     return true;
+  }
+
+  /** Writes an entry, creating its folder first (it may have been impossible to create at start). */
+  private async write(file: string, e: Entry): Promise<void> {
+    await fsp.mkdir(path.dirname(file), { recursive: true });
+    await writeAtomic(file, JSON.stringify(e));
   }
 
   /**
@@ -202,7 +210,7 @@ export class Outbox {
         log.warn({ id: n.id, attempts: e.attempts, retryInMs: wait, queued: this.entries.size }, `cannot send to ${n.channel}: ${r.error}; retrying with backoff`);
         ch.logged = r.error;
       }
-      await this.disk('update a queued notification', () => writeAtomic(path.join(this.dir, `${n.id}.json`), JSON.stringify(e)));
+      await this.disk('update a queued notification', () => this.write(path.join(this.dir, `${n.id}.json`), e));
     }
   }
 
@@ -222,7 +230,7 @@ export class Outbox {
     e.lastError = error;
     this.entries.delete(n.id);
     this.counters.failed.set(n.channel, (this.counters.failed.get(n.channel) ?? 0) + 1);
-    await this.disk('move a refused notification to outbox/failed', () => writeAtomic(path.join(this.dir, 'failed', `${n.id}.json`), JSON.stringify(e)));
+    await this.disk('move a refused notification to outbox/failed', () => this.write(path.join(this.dir, 'failed', `${n.id}.json`), e));
     await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
   }
 

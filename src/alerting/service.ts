@@ -38,8 +38,8 @@ export class Alerting {
   constructor(private readonly opts: AlertingOptions) {
     this.book = new AlertBook(opts.lifecycle);
     this.dispatcher = new Dispatcher(opts.dispatch);
-    this.silences = SilenceStore.in(opts.stateDir);
     this.log = opts.log.child({ component: 'alerting' });
+    this.silences = SilenceStore.in(opts.stateDir, (m) => this.log.warn(m));
     this.outbox = new Outbox(opts.stateDir, new Map(opts.notifiers.map((n) => [n.name, n])), this.log, opts.now, opts.outbox);
   }
 

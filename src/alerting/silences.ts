@@ -37,10 +37,14 @@ export class SilenceStore {
   private list: Silence[] = [];
   private mtime = -1;
 
-  constructor(readonly file: string) {}
+  /** `warn` hears once of a silences file that cannot be read (then no silence applies). */
+  constructor(
+    readonly file: string,
+    private readonly warn?: (message: string) => void,
+  ) {}
 
-  static in(stateDir: string): SilenceStore {
-    return new SilenceStore(path.join(stateDir, 'silences.json'));
+  static in(stateDir: string, warn?: (message: string) => void): SilenceStore {
+    return new SilenceStore(path.join(stateDir, 'silences.json'), warn);
   }
 
   /** Re-reads the file when it changed (the CLI writes it while the daemon runs). */
@@ -56,9 +60,11 @@ export class SilenceStore {
       this.mtime = m;
       try {
         const v = JSON.parse(readFileSync(this.file, 'utf8')) as unknown;
-        this.list = Array.isArray(v) ? (v as Silence[]) : [];
-      } catch {
+        if (!Array.isArray(v)) throw new Error('not a list');
+        this.list = v as Silence[];
+      } catch (err) {
         this.list = [];
+        this.warn?.(`cannot read ${this.file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); no silence applies until it is fixed or rewritten by \`barwatch silence add\``);
       }
     }
     return this.list;

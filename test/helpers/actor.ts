@@ -76,8 +76,10 @@ export class Actor {
   }
 
   async close(): Promise<void> {
-    const exited = new Promise((resolve) => this.child.on('exit', resolve));
-    this.child.disconnect();
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    if (this.child.connected) this.child.disconnect();
+    else this.child.kill();
     await exited;
   }
 }

@@ -21,7 +21,8 @@ export class CaptureServer {
   private server: Server | null = null;
   url = '';
 
-  async start(): Promise<this> {
+  /** Listens on `port` (0: any free port). */
+  async start(port = 0): Promise<this> {
     this.server = createServer((req: IncomingMessage, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
@@ -41,7 +42,7 @@ export class CaptureServer {
         res.end(r.body ?? '');
       });
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()));
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', () => resolve()));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
   }
