@@ -15,7 +15,7 @@ import type { StateFile } from '../src/sources/checkpoint.js';
 import { Actor } from './helpers/actor.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
-import { rng } from './helpers/random.js';
+import { rng } from '../src/sim/random.js';
 import { CaptureServer } from './helpers/servers.js';
 
 const IS_ROOT = process.getuid?.() === 0;

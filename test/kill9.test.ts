@@ -16,7 +16,7 @@ import { silentLogger } from '../src/log.js';
 import type { StateFile } from '../src/sources/checkpoint.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
-import { rng } from './helpers/random.js';
+import { rng } from '../src/sim/random.js';
 import { scenarioWrites, type ScenarioName } from './helpers/scenarios.js';
 import { CaptureServer } from './helpers/servers.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Curve, Ewma, History, RollingWindow, Summary } from '../src/runs/stats.js';
-import { normal, rng } from './helpers/random.js';
+import { normal, rng } from '../src/sim/random.js';
 
 /** The reference: the textbook two-pass mean and variance over the same values. */
 function twoPass(xs: number[]): { mean: number; variance: number } {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
-import { rng, normal } from './helpers/random.js';
+import { rng, normal } from '../src/sim/random.js';
 import { CaptureServer, SmtpCapture } from './helpers/servers.js';
 
 const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');

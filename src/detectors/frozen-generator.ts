@@ -109,15 +109,18 @@ export const frozenGenerator: Detector<P> = {
           step = s.firstStep! + p.min_steps - 1;
         }
       }
+      // 3 first: when the generator's own accuracy clearly moved between its rounds, it was
+      // updated, and a selector curve that repeats (a noisy boundary reward, e.g. K = 2) proves nothing.
+      const gm = curves(generators, 'accuracy', k - 1);
+      const generatorMoved = gm !== null && gm.p_means_differ < p.alpha;
       // 2. Selector round k repeats round k-1's boundary curve.
-      const sm = curves(selectors, 'boundary', k);
+      const sm = generatorMoved ? null : curves(selectors, 'boundary', k);
       if (sm !== null && sm.nrmse <= p.max_nrmse && sm.p_means_differ >= p.alpha) {
         signs.push(`selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)`);
         evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse };
         step ??= s?.lastStep ?? null;
       }
       // 3. Generator round k-1 repeats round k-2's accuracy curve.
-      const gm = curves(generators, 'accuracy', k - 1);
       if (gm !== null && gm.nrmse <= p.max_nrmse && gm.p_means_differ >= p.alpha) {
         signs.push(`generator round ${k - 1}'s accuracy curve repeats round ${k - 2}'s (NRMSE ${gm.nrmse})`);
         evidence['generator_curves'] = { rounds: [k - 2, k - 1], ...gm, max_nrmse: p.max_nrmse };

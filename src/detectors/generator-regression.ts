@@ -5,7 +5,7 @@
  */
 import type { RunState } from '../runs/run.js';
 import { accuracySources } from './accuracy.js';
-import { recent, roundsOf, round3, segmentMeans } from './series.js';
+import { recent, roundsOf, round3, segmentMeans, targetOf } from './series.js';
 import { mannKendall, moments, theilSen, welch } from './statistics.js';
 import type { Detector, Params } from './types.js';
 
@@ -31,9 +31,15 @@ export interface Decline {
   message: string;
 }
 
-/** The first significant fall of the run's accuracy, or null. */
+/**
+ * The first significant fall of the run's accuracy, or null. The selector's accuracy is what
+ * BAR-RAG drives toward c: a fall that ends at or above c is the selector closing in on its
+ * target (after a generator round made its evidence too easy), not a regression.
+ */
 export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null {
+  const { c } = targetOf(run);
   for (const src of accuracySources(run)) {
+    const approach = (after: number): boolean => src.role === 'selector' && after >= c;
     const rounds = roundsOf(run, src.role).filter((r) => r.series.has(src.name));
     const last = rounds[rounds.length - 1];
     if (last === undefined) continue;
@@ -41,7 +47,7 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
     if (w.values.length >= p.window) {
       const mk = mannKendall(w.values, true);
       const drop = mk.pDown < p.alpha ? -theilSen(w.values) * (w.values.length - 1) : 0;
-      if (mk.pDown < p.alpha && drop >= p.min_drop) {
+      if (mk.pDown < p.alpha && drop >= p.min_drop && !approach(moments(w.values.slice(-Math.ceil(w.values.length / 4))).mean)) {
         return {
           kind: 'within-round',
           role: src.role,
@@ -64,7 +70,7 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
       const mb = moments(sb);
       const t = welch(ma, mb);
       const drop = ma.mean - mb.mean;
-      if (drop >= p.min_drop && t.pLower < p.alpha) {
+      if (drop >= p.min_drop && t.pLower < p.alpha && !approach(mb.mean)) {
         return {
           kind: 'between-rounds',
           role: src.role,

@@ -30,18 +30,23 @@ export async function runScenario(name: ScenarioName, seed: number): Promise<Out
 export async function confusion(seeds: number[], names: ScenarioName[] = SCENARIO_NAMES): Promise<{ outcomes: Outcome[]; table: string }> {
   const outcomes: Outcome[] = [];
   for (const name of names) for (const seed of seeds) outcomes.push(await runScenario(name, seed));
-  const ids = [...new Set([...Object.values(EXPECTED).flat(), ...outcomes.flatMap((o) => o.ids)])].sort();
-  const lines = [`| scenario (${seeds.length} seeds) | expected | exact | ${ids.join(' | ')} |`, `|---|---|---|${ids.map(() => '---').join('|')}|`];
-  for (const name of names) {
-    const mine = outcomes.filter((o) => o.scenario === name);
-    const exact = mine.filter((o) => o.ids.join() === [...EXPECTED[name]].sort().join()).length;
-    const counts = ids.map((id) => mine.filter((o) => o.ids.includes(id)).length);
-    lines.push(`| ${name} | ${EXPECTED[name].join(', ') || '(none)'} | ${exact}/${mine.length} | ${counts.map((c) => (c === 0 ? '.' : String(c))).join(' | ')} |`);
-  }
-  return { outcomes, table: lines.join('\n') };
+  return { outcomes, table: tableOf(outcomes, EXPECTED, names, seeds.length) };
 }
 
-if (process.argv[1]?.endsWith('confusion.js')) {
+/** The markdown table of which detectors fired per scenario, and how many runs were exact. */
+export function tableOf(outcomes: { scenario: string; ids: string[] }[], expected: Record<string, string[]>, names: string[], seeds: number): string {
+  const ids = [...new Set([...Object.values(expected).flat(), ...outcomes.flatMap((o) => o.ids)])].sort();
+  const lines = [`| scenario (${seeds} seeds) | expected | exact | ${ids.join(' | ')} |`, `|---|---|---|${ids.map(() => '---').join('|')}|`];
+  for (const name of names) {
+    const mine = outcomes.filter((o) => o.scenario === name);
+    const exact = mine.filter((o) => o.ids.join() === [...expected[name]!].sort().join()).length;
+    const counts = ids.map((id) => mine.filter((o) => o.ids.includes(id)).length);
+    lines.push(`| ${name} | ${expected[name]!.join(', ') || '(none)'} | ${exact}/${mine.length} | ${counts.map((c) => (c === 0 ? '.' : String(c))).join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+if (path.basename(process.argv[1] ?? '') === 'confusion.js') {
   const n = Number(process.argv[2] ?? 20);
   const only = process.argv[3] as ScenarioName | undefined;
   const { outcomes, table } = await confusion(Array.from({ length: n }, (_, i) => i + 1), only ? [only] : SCENARIO_NAMES);

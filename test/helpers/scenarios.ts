@@ -9,7 +9,7 @@
  */
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { normal, rng } from './random.js';
+import { normal, rng } from '../../src/sim/random.js';
 
 export type ScenarioName =
   | 'healthy'

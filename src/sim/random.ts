@@ -1,4 +1,4 @@
-/** Seeded randomness for tests: mulberry32 and standard normal draws (Box-Muller). */
+/** Seeded randomness for the simulator and the tests: mulberry32 and standard normal draws (Box-Muller). */
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {

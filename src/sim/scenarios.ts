@@ -1,0 +1,62 @@
+/** The simulator's scenarios: each sets knobs only; what goes wrong comes from the dynamics. */
+import type { Knobs } from './model.js';
+
+export const BASE: Knobs = {
+  rollouts: 8,
+  target: 0.5,
+  weights: { boundary: 1.0, relevance: 0.2, format: 0.2, count: 0.1 },
+  easy: 0.9,
+  unsolvable: 0.1,
+  selectorLr: 0.05,
+  generatorLr: 0.01,
+  updateGenerator: true,
+};
+
+export interface SimScenario {
+  knobs: Partial<Knobs>;
+  /** What the knob is, in words (for the demo and docs). */
+  change: string;
+  /** The detector ids barwatch must report on a finished run. */
+  expected: string[];
+  /** Ids it may report as well, with why (nothing else may appear). */
+  mayAlso?: { ids: string[]; why: string };
+  /** The knobs that fix it (the demo's second run). */
+  fix: Partial<Knobs>;
+}
+
+export const SIM_SCENARIOS = {
+  healthy: { knobs: {}, change: 'nothing', expected: [], fix: {} },
+  'few-rollouts': { knobs: { rollouts: 2 }, change: 'K = 2 generator rollouts per evidence set', expected: ['low-rollouts'], fix: { rollouts: 8 } },
+  'format-heavy': {
+    knobs: { weights: { ...BASE.weights, format: 3.0 } },
+    change: 'format weight 3.0, three times the boundary weight',
+    expected: ['format-dominance'],
+    fix: { weights: BASE.weights },
+  },
+  'aggressive-filter': {
+    knobs: { easy: 0.42, unsolvable: 0.05 },
+    change: 'filter drops every question the generator answers 42% of the time or more',
+    expected: ['boundary-share-low', 'generator-regression', 'generator-stall'],
+    fix: { easy: BASE.easy, unsolvable: BASE.unsolvable },
+  },
+  'loose-filter': {
+    knobs: { easy: 0.62, unsolvable: 0.38 },
+    change: 'filter keeps only questions answered 38%-62% of the time',
+    expected: ['boundary-share-high', 'generator-regression'],
+    mayAlso: { ids: ['generator-stall'], why: 'once the generator has fallen, the selector can hold the accuracy flat below c: a stall on top of the regression' },
+    fix: { easy: BASE.easy, unsolvable: BASE.unsolvable },
+  },
+  'frozen-generator': {
+    knobs: { updateGenerator: false },
+    change: 'the generator trains, but every round starts from the first checkpoint',
+    expected: ['frozen-generator'],
+    fix: { updateGenerator: true },
+  },
+} satisfies Record<string, SimScenario>;
+
+export type SimScenarioName = keyof typeof SIM_SCENARIOS;
+export const SIM_SCENARIO_NAMES = Object.keys(SIM_SCENARIOS) as SimScenarioName[];
+
+export function knobsOf(name: SimScenarioName, override: Partial<Knobs> = {}): Knobs {
+  return { ...BASE, ...SIM_SCENARIOS[name].knobs, ...override };
+}
