@@ -15,6 +15,9 @@ import { loadState } from './sources/checkpoint.js';
 import { RunRegistry } from './runs/registry.js';
 import { sendSummary, summaryOf } from './summary/send.js';
 import path from 'node:path';
+import { demo } from './demo.js';
+import { SIM_SCENARIO_NAMES, SIM_SCENARIOS, type SimScenarioName } from './sim/scenarios.js';
+import { simulate } from './sim/simulate.js';
 
 /** Exit statuses of SPEC 5. */
 export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
@@ -226,6 +229,42 @@ export function buildProgram(): Command {
       for (const r of results) process.stdout.write(`${r.channel}: ${r.ok ? 'sent' : `not sent: ${r.error}`}\n`);
       if (results.length === 0) process.stdout.write('summary.channels is empty: nothing sent\n');
       process.exitCode = results.every((r) => r.ok) ? EXIT.ok : EXIT.findings;
+    });
+
+  program
+    .command('simulate')
+    .description('run a small simulated BAR-RAG training and write its logs (docs/simulator.md)')
+    .argument('<out_dir>', 'where the run is written (canonical layout)')
+    .addOption(new Option('--scenario <name>', 'what goes wrong').choices(SIM_SCENARIO_NAMES).default('healthy'))
+    .option('--seed <n>', 'random seed', '1')
+    .option('--speed <steps_per_second>', "pace of the training; 'max' for as fast as it can", 'max')
+    .option('--rounds <r>', 'alternating rounds', '3')
+    .action(async (out: string, opts: { scenario: SimScenarioName; seed: string; speed: string; rounds: string }) => {
+      const seed = Number(opts.seed);
+      const rounds = Number(opts.rounds);
+      const speed = opts.speed === 'max' ? null : Number(opts.speed);
+      if (!Number.isInteger(seed)) fail(`--seed must be an integer, not ${opts.seed}`);
+      if (!Number.isInteger(rounds) || rounds < 1 || rounds > 100) fail(`--rounds must be an integer from 1 to 100, not ${opts.rounds}`);
+      if (speed !== null && !(speed > 0)) fail(`--speed must be a positive number of steps per second or 'max', not ${opts.speed}`);
+      const dir = path.resolve(out);
+      const t0 = Date.now();
+      await simulate(dir, { scenario: opts.scenario, seed, rounds, speed });
+      const s = SIM_SCENARIOS[opts.scenario];
+      process.stdout.write(`wrote ${rounds} round(s) of scenario ${opts.scenario} (${s.change}) to ${dir} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+      process.stdout.write(`expected findings: ${s.expected.join(', ') || 'none'}; check with: barwatch analyze ${dir}\n`);
+    });
+
+  program
+    .command('demo')
+    .description('watch a simulated run go wrong, then come healthy with the recommended fix (about 90 s)')
+    .option('-c, --config <file>', 'configuration file (YAML); its Slack/email channels get the alerts too')
+    .option('--fast', 'as fast as the machine goes (a few seconds)')
+    .option('--seed <n>', 'random seed', '1')
+    .option('--keep', 'keep the simulated runs')
+    .action(async (opts: { config?: string; fast?: boolean; seed: string; keep?: boolean }) => {
+      const config = opts.config === undefined ? loadConfig(null) : configOrExit(opts.config);
+      const r = await demo({ config, fast: opts.fast === true, seed: Number(opts.seed), out: process.stdout, keep: opts.keep === true });
+      process.exitCode = r.first.length > 0 && r.second.length === 0 ? EXIT.ok : EXIT.findings;
     });
 
   return program;
