@@ -85,7 +85,6 @@ describe('faults: bad input, written while the daemon runs', () => {
     writeFileSync((mkdirSync(path.dirname(file('crlf')), { recursive: true }), file('crlf')), goods(1, 10, '\r\n'));
 
     const d = new DaemonProcess([runs, '--config', cfg], IS_ROOT ? { user: NOBODY } : {});
-    after(() => d.child.kill('SIGKILL'));
     await d.waitFor((l) => l.msg === 'watching');
     const w = new Actor();
     after(() => w.close());
@@ -239,7 +238,6 @@ describe('faults: the state folder', () => {
     writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
     break_(state);
     const d = new DaemonProcess([runs, '--config', cfg], user !== undefined ? { user } : {});
-    after(() => d.child.kill('SIGKILL'));
     await d.waitFor((l) => l.msg === 'watching');
     const w = new Actor();
     after(() => w.close());
@@ -311,7 +309,6 @@ describe('faults: state files', () => {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, nanRun());
     let d = new DaemonProcess([runs, '--config', cfg]);
-    after(() => d.child.kill('SIGKILL'));
     await statusAt(d, 40);
     await d.waitFor((l) => l.msg.startsWith('sent to alertmanager'));
     assert.equal(await d.stop(), 0);
@@ -372,7 +369,6 @@ describe('faults: notifiers', () => {
       `state_dir: ${state}\nwatch: {status_interval: 1s, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  timeout: 300ms\n  slack: {webhook_url: "${slack.url}/services/T0/B0/SECRET"}\n  alertmanager: {url: "http://127.0.0.1:${amPort}"}\nlog: {format: json}\n`,
     );
     const d = new DaemonProcess([runs, '--config', cfg]);
-    after(() => d.child.kill('SIGKILL'));
     await d.waitFor((l) => l.msg === 'watching');
     const w = new Actor();
     after(() => w.close());
@@ -425,7 +421,6 @@ describe('faults: many files', () => {
     const cfg = path.join(dir, 'c.yaml');
     writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 500ms, checkpoint_interval: 1s}\nlog: {format: json}\n`);
     const d = new DaemonProcess([runs, '--config', cfg]);
-    after(() => d.child.kill('SIGKILL'));
     await d.waitFor((l) => l.msg === 'watching', 60_000);
     const w = new Actor();
     after(() => w.close());

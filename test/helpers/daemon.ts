@@ -1,6 +1,7 @@
 /** Runs `barwatch watch` as a real process and reads its JSON log lines. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { after } from 'node:test';
 import { BIN } from './fs.js';
 
 export interface LogLine {
@@ -39,6 +40,10 @@ export class DaemonProcess {
     });
     this.child.stdout!.resume();
     this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+    // A failed assertion must not leave the daemon running (it would keep the test process alive).
+    after(() => {
+      if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+    });
   }
 
   /** Waits until a log line satisfies `pred`; throws with the log after `timeoutMs`. */
