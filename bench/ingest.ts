@@ -1,31 +1,25 @@
 /**
- * Ingest throughput: `barwatch analyze` on a generated reward_history.jsonl against the physical
- * limit in Node (a bare loop that reads the file in chunks, splits lines and JSON.parses each),
- * measured in the same run, several repetitions, median and spread.
+ * Ingest throughput: `barwatch analyze` (the whole process) on a generated 1,000,000-line
+ * reward_history.jsonl (~150 bytes a line) and on a 1,000,000-line verl console log, against the
+ * physical limit in Node measured in the same run (a bare loop that reads the file in chunks,
+ * splits lines and JSON.parses each; for the text log, one regex per line) and against `jq -c .`
+ * where present. Several repetitions, median and spread.
  *
- *   npm run bench -- [--lines N] [--reps R]
+ *   node dist/bench/ingest.js [--lines N] [--reps R]
  */
 import { spawnSync } from 'node:child_process';
-import { createReadStream, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeSync, closeSync, writeFileSync } from 'node:fs';
+import { closeSync, createReadStream, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { arg, BIN, report, seconds, spread, type Spread } from './common.js';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(REPO, 'bin', 'barwatch.js');
-
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? fallback : Number(process.argv[i + 1]);
-}
-
-/** ~150-byte canonical selector lines. */
-function generate(file: string, lines: number): void {
+/** Writes `lines` lines made by `line(i)` in 1 MiB pieces. */
+export function generate(file: string, lines: number, line: (i: number) => string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
   const fd = openSync(file, 'w');
   let buf = '';
   for (let i = 1; i <= lines; i++) {
-    const x = Math.sin(i * 0.37);
-    buf += `{"step": ${i}, "boundary": ${(0.5 + 0.2 * x).toFixed(4)}, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": ${(0.52 + 0.1 * x).toFixed(4)}, "accuracy": 0.47, "boundary_share": 0.28, "rollouts": 10}\n`;
+    buf += line(i);
     if (buf.length > 1 << 20) {
       writeSync(fd, buf);
       buf = '';
@@ -35,15 +29,31 @@ function generate(file: string, lines: number): void {
   closeSync(fd);
 }
 
-/** The baseline: chunks, line split, JSON.parse; nothing else. */
-async function bareLoop(file: string): Promise<number> {
+/** A canonical selector line, about 150 bytes. */
+export function jsonlLine(i: number): string {
+  const x = Math.sin(i * 0.37);
+  return `{"step": ${i}, "boundary": ${(0.5 + 0.2 * x).toFixed(4)}, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": ${(0.52 + 0.1 * x).toFixed(4)}, "accuracy": 0.47, "boundary_share": 0.28, "rollouts": 10}\n`;
+}
+
+/** A verl console step line (Ray prefix, `key:value - ` pairs), about 230 bytes. */
+function verlLine(i: number): string {
+  const x = Math.sin(i * 0.37);
+  return `(main_task pid=2419) step:${i} - critic/score/mean:${(0.5 + 0.2 * x).toFixed(4)} - critic/score/max:1.0 - critic/rewards/mean:${(0.5 + 0.2 * x).toFixed(4)} - actor/entropy:0.61 - actor/pg_loss:-0.012 - response_length/mean:212.4 - timing_s/step:41.2\n`;
+}
+
+const VERL_RE = /step:(\d+) - critic\/score\/mean:([-\d.eE]+)/;
+
+/** The baseline: chunks, line split, and per line JSON.parse (jsonl) or one regex (text). */
+async function bareLoop(file: string, kind: 'jsonl' | 'text'): Promise<number> {
   let rest = '';
   let n = 0;
   for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 18 })) {
     const text = rest + (chunk as string);
     let start = 0;
     for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
-      JSON.parse(text.slice(start, nl));
+      const line = text.slice(start, nl);
+      if (kind === 'jsonl') JSON.parse(line);
+      else if (VERL_RE.exec(line) === null) throw new Error(`no match: ${line}`);
       n++;
       start = nl + 1;
     }
@@ -52,54 +62,67 @@ async function bareLoop(file: string): Promise<number> {
   return n;
 }
 
-function stats(xs: number[]): { median: number; min: number; max: number } {
-  const s = [...xs].sort((a, b) => a - b);
-  return { median: s[Math.floor(s.length / 2)]!, min: s[0]!, max: s[s.length - 1]! };
+function analyzeSteps(dir: string): number {
+  const out = spawnSync(process.execPath, [BIN, 'analyze', dir, '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (out.status !== 0 && out.status !== 1) throw new Error(`analyze failed: ${out.stderr}`);
+  return (JSON.parse(out.stdout) as { runs: { rounds: { steps: number }[] }[] }).runs[0]!.rounds[0]!.steps;
 }
 
-async function main(): Promise<void> {
+const HAVE_JQ = spawnSync('jq', ['--version']).status === 0;
+
+async function measure(kind: 'jsonl' | 'text', lines: number, reps: number, dir: string): Promise<{ rows: string[][]; data: Record<string, unknown> }> {
+  const run = path.join(dir, kind);
+  const file = path.join(run, 'outputs', 'selector_round1', kind === 'jsonl' ? 'reward_history.jsonl' : 'train.log');
+  generate(file, lines, kind === 'jsonl' ? jsonlLine : verlLine);
+  const bytes = statSync(file).size;
+  const times: Record<string, number[]> = { bare: [], barwatch: [], jq: [] };
+  for (let r = 0; r < reps; r++) {
+    let t = process.hrtime.bigint();
+    const n = await bareLoop(file, kind);
+    times['bare']!.push(seconds(t));
+    if (n !== lines) throw new Error(`bare loop read ${n} lines`);
+    t = process.hrtime.bigint();
+    const steps = analyzeSteps(run);
+    times['barwatch']!.push(seconds(t));
+    if (steps !== lines) throw new Error(`analyze read ${steps} steps of ${lines}`);
+    if (HAVE_JQ && kind === 'jsonl') {
+      t = process.hrtime.bigint();
+      const jq = spawnSync('sh', ['-c', `jq -c . "${file}" > /dev/null`]);
+      times['jq']!.push(seconds(t));
+      if (jq.status !== 0) throw new Error('jq failed');
+    }
+  }
+  const b = spread(times['bare']!);
+  const row = (name: string, s: Spread): string[] => [
+    name,
+    (lines / s.median).toFixed(0),
+    (bytes / 1e6 / s.median).toFixed(1),
+    `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`,
+    (b.median / s.median).toFixed(2),
+  ];
+  const what = kind === 'jsonl' ? 'reward_history.jsonl' : 'verl console log';
+  const rows = [row(`${what}: bare loop (${kind === 'jsonl' ? 'JSON.parse' : 'one regex'} per line)`, b), row(`${what}: barwatch analyze (whole process)`, spread(times['barwatch']!))];
+  if (times['jq']!.length > 0) rows.push(row(`${what}: jq -c .`, spread(times['jq']!)));
+  return { rows, data: { kind, lines, bytes, reps, seconds: times } };
+}
+
+export async function main(): Promise<void> {
   const lines = arg('lines', 1_000_000);
   const reps = arg('reps', 3);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-'));
   try {
-    const run = path.join(dir, 'run', 'outputs', 'selector_round1');
-    mkdirSync(run, { recursive: true });
-    const file = path.join(run, 'reward_history.jsonl');
-    generate(file, lines);
-    const bytes = statSync(file).size;
-    const bare: number[] = [];
-    const barwatch: number[] = [];
-    for (let r = 0; r < reps; r++) {
-      let t = process.hrtime.bigint();
-      const n = await bareLoop(file);
-      bare.push(Number(process.hrtime.bigint() - t) / 1e9);
-      if (n !== lines) throw new Error(`bare loop read ${n} lines`);
-      t = process.hrtime.bigint();
-      const out = spawnSync(process.execPath, [BIN, 'analyze', path.join(dir, 'run'), '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 28 });
-      barwatch.push(Number(process.hrtime.bigint() - t) / 1e9);
-      if (out.status !== 0 && out.status !== 1) throw new Error(`analyze failed: ${out.stderr}`);
-      const steps = (JSON.parse(out.stdout) as { runs: { rounds: { steps: number }[] }[] }).runs[0]!.rounds[0]!.steps;
-      if (steps !== lines) throw new Error(`analyze read ${steps} steps`);
-    }
-    const b = stats(bare);
-    const w = stats(barwatch);
-    const row = (name: string, s: { median: number; min: number; max: number }): string =>
-      `| ${name} | ${(lines / s.median).toFixed(0)} | ${(bytes / 1e6 / s.median).toFixed(1)} | ${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)}) |`;
-    const table = [
-      `ingest of a ${lines}-line reward_history.jsonl (${(bytes / 1e6).toFixed(0)} MB), ${reps} repetitions, median (min-max)`,
-      '| reader | lines/s | MB/s | seconds |',
-      '|---|---|---|---|',
-      row('bare loop (read, split, JSON.parse)', b),
-      row('barwatch analyze (whole process)', w),
-      `ratio barwatch / bare loop: ${(b.median / w.median).toFixed(2)}`,
-    ].join('\n');
-    console.log(table);
-    const outDir = path.join(REPO, 'bench', 'results');
-    mkdirSync(outDir, { recursive: true });
-    writeFileSync(path.join(outDir, 'ingest.json'), JSON.stringify({ lines, bytes, reps, bare, barwatch, node: process.version }, null, 2));
+    const a = await measure('jsonl', lines, reps, dir);
+    const b = await measure('text', lines, reps, dir);
+    report(
+      'ingest',
+      `Ingest of ${lines} lines, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
+      ['reader', 'lines/s', 'MB/s', 'seconds', 'ratio to bare loop'],
+      [...a.rows, ...b.rows],
+      [a.data, b.data],
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-await main();
+if (process.argv[1]?.endsWith('ingest.js')) await main();
