@@ -1,5 +1,6 @@
 /** What every benchmark shares: arguments, repetitions, medians, tables and the results folder. */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -39,4 +40,52 @@ export function report(name: string, title: string, header: string[], rows: stri
   const dir = path.join(REPO, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, `${name}.json`), JSON.stringify({ node: process.version, date: new Date().toISOString(), data }, null, 2));
+}
+
+/** CPU seconds (user + system) and RSS (bytes) of a process, from /proc (Linux). */
+export function usage(pid: number): { cpu: number; rss: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+  return { cpu: ticks / 100, rss };
+}
+
+/** `barwatch watch` as a child, with its JSON status lines. */
+export class Watcher {
+  readonly child: ChildProcess;
+  lastStatus: { records: number; lines: number; files: number } | null = null;
+  private rest = '';
+
+  constructor(args: string[]) {
+    // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemon under the benchmark.
+    const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+    this.child = spawn(process.execPath, [...nodeArgs, BIN, 'watch', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child.stderr!.setEncoding('utf8');
+    this.child.stderr!.on('data', (chunk: string) => {
+      const lines = (this.rest + chunk).split('\n');
+      this.rest = lines.pop()!;
+      for (const l of lines) {
+        if (!l.includes('"status:')) continue;
+        const j = JSON.parse(l) as { records: number; lines: number; files: number };
+        this.lastStatus = { records: j.records, lines: j.lines, files: j.files };
+      }
+    });
+  }
+
+  /** Resolves when the status counts at least `lines` lines read; the seconds it took from `since`. */
+  async until(lines: number, timeoutMs = 600_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while ((this.lastStatus?.lines ?? -1) < lines) {
+      if (Date.now() > end) throw new Error(`barwatch read ${this.lastStatus?.lines ?? 0} of ${lines} lines in time`);
+      if (this.child.exitCode !== null) throw new Error('barwatch exited');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
 }

@@ -43,8 +43,8 @@ export interface DaemonOptions {
 }
 
 export const STATE_FILE = 'state.json';
-/** chokidar's change-event throttle (50 ms) plus a margin; see Daemon.recheck. */
-const RECHECK_MS = 75;
+/** Longer than chokidar's change-event throttle (50 ms), and than the gap between a steady writer's appends (100 ms at 10 Hz), so steady writers cost no extra reads; see Daemon.recheck. */
+const RECHECK_MS = 150;
 
 export class Daemon {
   private pipeline: Pipeline | null = null;
@@ -62,6 +62,10 @@ export class Daemon {
   private alerting: Alerting | null = null;
   private alertTicking: Promise<void> = Promise.resolve();
   private saving: Promise<void> = Promise.resolve();
+  /** What the last save held (counts), to skip saves that would write the same state. */
+  private savedMark = '';
+  /** Alert transitions so far (part of savedMark). */
+  private transitions = 0;
   private summaryTask: ScheduledTask | null = null;
   private health: HealthServer | null = null;
   private readonly rechecks = new Map<string, NodeJS.Timeout>();
@@ -82,6 +86,7 @@ export class Daemon {
   }
 
   private onTransitions(ts: Transition[]): void {
+    this.transitions += ts.length;
     for (const t of ts) {
       const f = t.finding;
       const level = t.kind === 'resolved' ? 'info' : f.severity === 'info' ? 'info' : 'warn';
@@ -385,10 +390,16 @@ export class Daemon {
   private async saveOnce(): Promise<void> {
     const p = this.pipeline;
     if (p === null) return;
+    // Nothing read, no alert moved, nothing sent since the last save: the saved state is current.
+    const t = p.totals();
+    const o = this.alerting?.outbox;
+    const mark = `${t.files}|${t.lines}|${t.records}|${this.transitions}|${o?.depth ?? 0}|${[...(o?.counters.sent.values() ?? [])].join(',')}|${[...(o?.counters.failed.values() ?? [])].join(',')}`;
+    if (mark === this.savedMark && this.checkpointError === null && !this.stopping) return;
     try {
       const state = p.state();
       if (this.alerting !== null) state.alerting = this.alerting.toJSON();
       await writeAtomic(this.statePath, JSON.stringify(state));
+      this.savedMark = mark;
       if (this.checkpointError !== null) {
         this.log.info({ stateDir: this.opts.config.stateDir }, 'state saved again');
         this.checkpointError = null;

@@ -31,6 +31,8 @@ function totalSteps(run: RunState): number {
 
 export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
+  /** Keys of active findings by `run|detector`, so judging one detector does not scan them all. */
+  private readonly activeBy = new Map<string, Set<string>>();
   /** `run|detector` -> run step count at its last evaluation. */
   private readonly evaluated = new Map<string, number>();
   private enabled: Detector[];
@@ -61,7 +63,7 @@ export class DetectorEngine {
     const out: Transition[] = [];
     for (const [key, f] of this.active) {
       if (!on.has(f.detector)) {
-        this.active.delete(key);
+        this.unset(key, f);
         out.push({ kind: 'resolved', finding: f });
       }
     }
@@ -139,18 +141,33 @@ export class DetectorEngine {
         recommendation: draft.recommendation,
         ...(draft.series !== undefined ? { series: draft.series } : {}),
       };
-      this.active.set(key, finding);
+      this.put(key, finding);
       if (prev === undefined) out.push({ kind: 'firing', finding });
       else if (rank(finding.severity) > rank(prev.severity)) out.push({ kind: 'escalated', finding });
     }
-    const prefix = `${run.id}|${d.id}|`;
-    for (const [key, f] of this.active) {
-      if (key.startsWith(prefix) && !seen.has(key)) {
-        this.active.delete(key);
-        out.push({ kind: 'resolved', finding: f });
-      }
+    for (const key of [...(this.activeBy.get(`${run.id}|${d.id}`) ?? [])]) {
+      if (seen.has(key)) continue;
+      const f = this.active.get(key)!;
+      this.unset(key, f);
+      out.push({ kind: 'resolved', finding: f });
     }
     return out;
+  }
+
+  private put(key: string, f: Finding): void {
+    this.active.set(key, f);
+    const by = `${f.run}|${f.detector}`;
+    let keys = this.activeBy.get(by);
+    if (keys === undefined) this.activeBy.set(by, (keys = new Set()));
+    keys.add(key);
+  }
+
+  private unset(key: string, f: Finding): void {
+    this.active.delete(key);
+    const by = `${f.run}|${f.detector}`;
+    const keys = this.activeBy.get(by);
+    keys?.delete(key);
+    if (keys?.size === 0) this.activeBy.delete(by);
   }
 
   /** Findings that hold now, for one run or all. */
@@ -166,7 +183,7 @@ export class DetectorEngine {
   restore(j: EngineJSON | undefined): void {
     if (j === undefined) return;
     const scope = new Map(this.enabled.map((d) => [d.id, d.scope]));
-    for (const f of j.findings ?? []) this.active.set(`${f.run}|${f.detector}|${scope.get(f.detector) === 'run' ? '*' : (f.round ?? '-')}`, f);
+    for (const f of j.findings ?? []) this.put(`${f.run}|${f.detector}|${scope.get(f.detector) === 'run' ? '*' : (f.round ?? '-')}`, f);
     for (const [k, v] of Object.entries(j.evaluated ?? {})) this.evaluated.set(k, v);
   }
 }

@@ -110,11 +110,15 @@ export class FileTailer {
     } else if (st.size < this.readPos) {
       this.notices.truncated?.({ from: this.readPos, rewritten: false });
       this.reset();
+    } else if (st.size === this.readPos) {
+      // Nothing new: no read at all (re-checks and sweeps of idle files cost one stat).
+      return 'idle';
     } else if (this.fp !== null && !(await this.sameFirstLine())) {
+      // Cut and rewritten past the old end (copytruncate, then fast regrowth): the first line tells.
       this.notices.truncated?.({ from: this.readPos, rewritten: true });
       this.reset();
     }
-    return this.readFrom(deliver, this.opts.maxBytesPerRead);
+    return this.readFrom(deliver, this.opts.maxBytesPerRead, st.size);
   }
 
   async close(): Promise<void> {
@@ -211,12 +215,14 @@ export class FileTailer {
     return bytesRead === this.fpLen && sha1(buf) === this.fp;
   }
 
-  private async readFrom(deliver: Deliver, budget: number): Promise<ReadOutcome> {
+  /** Reads from readPos; `size` (from stat) spares the final empty read. */
+  private async readFrom(deliver: Deliver, budget: number, size = Infinity): Promise<ReadOutcome> {
     const fh = this.fh;
     if (fh === null) return 'idle';
     const buf = Buffer.allocUnsafe(this.opts.chunkBytes);
     let readThisCall = 0;
     for (;;) {
+      if (this.readPos >= size) return 'idle';
       const { bytesRead } = await fh.read(buf, 0, buf.length, this.readPos);
       if (bytesRead === 0) return 'idle';
       const base = this.readPos;

@@ -1,0 +1,117 @@
+/**
+ * Idle cost: CPU and RSS of `barwatch watch` over 200 runs x 4 files with nothing written, then
+ * with every run appending 20 lines/s; the same for a bare fs.watch reader of the same files
+ * (it reads and splits what is new, nothing more), measured in the same run.
+ *
+ *   node dist/bench/idle.js [--runs N] [--seconds S]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, watch, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { arg, report, usage, Watcher } from './common.js';
+import { jsonlLine } from './ingest.js';
+
+const FILES = ['selector_round1/reward_history.jsonl', 'selector_round1/train.log', 'generator_round1/reward_history.jsonl', 'generator_round1/train.log'];
+
+function bareReader(files: string[]): void {
+  const offsets = new Map(files.map((f) => [f, statSync(f).size]));
+  let lines = 0;
+  for (const f of files) {
+    watch(f, () => {
+      const from = offsets.get(f)!;
+      const size = statSync(f).size;
+      if (size <= from) return;
+      const buf = Buffer.alloc(size - from);
+      const fd = openSync(f, 'r');
+      readSync(fd, buf, 0, buf.length, from);
+      closeSync(fd);
+      offsets.set(f, size);
+      lines += buf.toString().split('\n').length - 1;
+    });
+  }
+  process.send!('ready');
+}
+
+/** Appends `perSecond` lines a second to each run's selector jsonl, for `seconds`. */
+async function write(files: string[], perSecond: number, seconds: number, from: number): Promise<number> {
+  const ticks = seconds * 10;
+  let step = from;
+  for (let t = 0; t < ticks; t++) {
+    const start = Date.now();
+    for (const f of files) {
+      let text = '';
+      for (let i = 0; i < perSecond / 10; i++) text += jsonlLine(step + i);
+      appendFileSync(f, text);
+    }
+    step += perSecond / 10;
+    await sleep(Math.max(0, 100 - (Date.now() - start)));
+  }
+  return step;
+}
+
+async function sample(pid: number, seconds: number, during?: Promise<unknown>): Promise<{ cpuPct: number; rssStart: number; rssEnd: number }> {
+  const a = usage(pid);
+  const t0 = Date.now();
+  if (during !== undefined) await during;
+  else await sleep(seconds * 1000);
+  const b = usage(pid);
+  return { cpuPct: (100 * (b.cpu - a.cpu)) / ((Date.now() - t0) / 1000), rssStart: a.rss, rssEnd: b.rss };
+}
+
+export async function main(): Promise<void> {
+  const runs = arg('runs', 200);
+  const seconds = arg('seconds', 60);
+  const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-idle-'));
+  try {
+    const all: string[] = [];
+    const writers: string[] = [];
+    for (let r = 0; r < runs; r++) {
+      for (const f of FILES) {
+        const file = path.join(dir, 'runs', `run${r}`, 'outputs', f);
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, f.endsWith('.jsonl') ? jsonlLine(1) : 'step=1 loss=0.5\n');
+        all.push(file);
+        if (f === FILES[0]) writers.push(file);
+      }
+    }
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
+    const w = new Watcher([path.join(dir, 'runs'), '--config', cfg]);
+    await w.until(all.length);
+    await sleep(3000); // the watcher's start-up settles
+    const idle = await sample(w.child.pid!, seconds);
+    const busy = await sample(w.child.pid!, seconds, write(writers, 20, seconds, 2));
+    await w.until(all.length + runs * 20 * seconds, 60_000);
+    await w.stop();
+
+    const bare: ChildProcess = fork(fileURLToPath(import.meta.url), ['--bare-reader', ...all]);
+    await new Promise((resolve) => bare.once('message', resolve));
+    await sleep(3000);
+    const bareIdle = await sample(bare.pid!, seconds);
+    const bareBusy = await sample(bare.pid!, seconds, write(writers, 20, seconds, 2 + 20 * seconds));
+    bare.kill();
+
+    const mb = (x: number): string => (x / 1e6).toFixed(0);
+    const row = (name: string, s: { cpuPct: number; rssStart: number; rssEnd: number }): string[] => [name, s.cpuPct.toFixed(2), `${mb(s.rssStart)} -> ${mb(s.rssEnd)}`];
+    report(
+      'idle',
+      `Cost of watching ${runs} runs x ${FILES.length} files (${all.length} files), ${seconds} s each (CPU in % of one core, RSS in MB)`,
+      ['process, phase', 'CPU %', 'RSS MB'],
+      [
+        row('barwatch watch, nothing written', idle),
+        row(`barwatch watch, ${runs} runs appending 20 lines/s (${runs * 20} lines/s)`, busy),
+        row('bare fs.watch reader, nothing written', bareIdle),
+        row(`bare fs.watch reader, ${runs * 20} lines/s`, bareBusy),
+      ],
+      { runs, files: all.length, seconds, idle, busy, bareIdle, bareBusy },
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--bare-reader') bareReader(process.argv.slice(3));
+else if (process.argv[1]?.endsWith('idle.js')) await main();
