@@ -55,6 +55,8 @@ export function usage(pid: number): { cpu: number; rss: number } {
 export class Watcher {
   readonly child: ChildProcess;
   lastStatus: { records: number; lines: number; files: number } | null = null;
+  /** The /metrics port when the config has http.listen. */
+  port: number | null = null;
   private rest = '';
 
   constructor(args: string[]) {
@@ -66,6 +68,7 @@ export class Watcher {
       const lines = (this.rest + chunk).split('\n');
       this.rest = lines.pop()!;
       for (const l of lines) {
+        if (l.includes('serving /healthz')) this.port = (JSON.parse(l) as { port: number }).port;
         if (!l.includes('"status:')) continue;
         const j = JSON.parse(l) as { records: number; lines: number; files: number };
         this.lastStatus = { records: j.records, lines: j.lines, files: j.files };
@@ -81,6 +84,12 @@ export class Watcher {
       if (this.child.exitCode !== null) throw new Error('barwatch exited');
       await new Promise((r) => setTimeout(r, 50));
     }
+  }
+
+  /** V8 heap in use (bytes), from the daemon's /metrics (prom-client's nodejs_heap_size_used_bytes). */
+  async heapUsed(): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${this.port}/metrics`)).text();
+    return Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)![1]);
   }
 
   async stop(): Promise<void> {

@@ -1,2 +1,12 @@
-/** `npm run bench`: every benchmark in turn. */
-await import('./ingest.js');
+/**
+ * `npm run bench`: every benchmark in turn, each printing its table and writing
+ * bench/results/<name>.json (about 9 minutes on 2 cores). One benchmark: node dist/bench/<name>.js
+ */
+const t0 = Date.now();
+for (const name of ['ingest', 'latency', 'idle', 'memory', 'heap']) {
+  const t = Date.now();
+  const m = (await import(`./${name}.js`)) as { main: () => Promise<void> };
+  await m.main();
+  console.log(`(${name}: ${((Date.now() - t) / 1000).toFixed(0)} s)\n`);
+}
+console.log(`all benchmarks: ${((Date.now() - t0) / 1000).toFixed(0)} s`);
