@@ -35,7 +35,7 @@ const watch = z.strictObject({
   /** How often offsets and statistics are saved. */
   checkpoint_interval: duration.default('5s'),
   /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
-  sweep_interval: duration.default('10s'),
+  sweep_interval: duration.default('30s'),
 });
 
 const parse = z.strictObject({
