@@ -1,6 +1,6 @@
 /** What every benchmark shares: arguments, repetitions, medians, tables and the results folder. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, createReadStream, mkdirSync, openSync, readFileSync, readSync, statSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -96,5 +96,70 @@ export class Watcher {
     const exited = new Promise((resolve) => this.child.once('exit', resolve));
     this.child.kill('SIGTERM');
     await exited;
+  }
+}
+
+/** A canonical selector line, about 160 bytes; the boundary reward follows a sine (period 17 steps). */
+export function jsonlLine(i: number): string {
+  const x = Math.sin(i * 0.37);
+  return `{"step": ${i}, "boundary": ${(0.5 + 0.2 * x).toFixed(4)}, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": ${(0.52 + 0.1 * x).toFixed(4)}, "accuracy": 0.47, "boundary_share": 0.28, "rollouts": 10}\n`;
+}
+
+/** A selector line with white noise (no pattern for the detectors to find), about 150 bytes. */
+export function noiseLine(i: number): string {
+  const u = ((i * 2654435761) >>> 0) / 4294967296;
+  return `{"step": ${i}, "boundary": ${(0.5 + 0.04 * (u - 0.5)).toFixed(4)}, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": 0.52, "accuracy": 0.49, "boundary_share": 0.28, "rollouts": 10}\n`;
+}
+
+/** Appends lines from..to made by `line(i)`, in pieces of about 1 MiB. */
+export function appendLines(file: string, from: number, to: number, line: (i: number) => string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  let buf = '';
+  for (let i = from; i <= to; i++) {
+    buf += line(i);
+    if (buf.length > 1 << 20) {
+      appendFileSync(file, buf);
+      buf = '';
+    }
+  }
+  if (buf !== '') appendFileSync(file, buf);
+}
+
+export const VERL_RE = /step:(\d+) - critic\/score\/mean:([-\d.eE]+)/;
+
+/** The baseline reader: 256 KiB chunks, line split, and per line JSON.parse (jsonl) or one regex (text). */
+export async function bareLoop(file: string, kind: 'jsonl' | 'text' = 'jsonl'): Promise<number> {
+  let rest = '';
+  let n = 0;
+  for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 18 })) {
+    const text = rest + (chunk as string);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
+      const line = text.slice(start, nl);
+      if (kind === 'jsonl') JSON.parse(line);
+      else if (VERL_RE.exec(line) === null) throw new Error(`no match: ${line}`);
+      n++;
+      start = nl + 1;
+    }
+    rest = text.slice(start);
+  }
+  return n;
+}
+
+/** The baseline follower: fs.watch on every file; on each event, the bytes appended since the last. */
+export function followNewBytes(files: string[], onText: (file: string, text: string) => void): void {
+  const offsets = new Map(files.map((f) => [f, statSync(f).size]));
+  for (const f of files) {
+    watch(f, () => {
+      const from = offsets.get(f)!;
+      const size = statSync(f).size;
+      if (size <= from) return;
+      const buf = Buffer.alloc(size - from);
+      const fd = openSync(f, 'r');
+      readSync(fd, buf, 0, buf.length, from);
+      closeSync(fd);
+      offsets.set(f, size);
+      onText(f, buf.toString());
+    });
   }
 }

@@ -16,12 +16,7 @@ import { DetectorEngine } from '../src/detectors/engine.js';
 import { silentLogger } from '../src/log.js';
 import { Pipeline } from '../src/pipeline.js';
 import { placeFile } from '../src/sources/place.js';
-import { arg, report } from './common.js';
-
-function line(i: number): string {
-  const u = ((i * 2654435761) >>> 0) / 4294967296;
-  return `{"step": ${i}, "boundary": ${(0.5 + 0.04 * (u - 0.5)).toFixed(4)}, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": 0.52, "accuracy": 0.49, "boundary_share": 0.28, "rollouts": 10}\n`;
-}
+import { arg, noiseLine, report } from './common.js';
 
 async function measure(): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc!;
@@ -52,7 +47,7 @@ async function measure(): Promise<void> {
       while (done < target) {
         for (const f of files) {
           let b = '';
-          for (let i = 0; i < chunk; i++) b += line(step + i);
+          for (let i = 0; i < chunk; i++) b += noiseLine(step + i);
           appendFileSync(f, b);
           await p.drain(f);
         }

@@ -6,32 +6,18 @@
  *   node dist/bench/idle.js [--runs N] [--seconds S]
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { arg, report, usage, Watcher } from './common.js';
-import { jsonlLine } from './ingest.js';
+import { arg, followNewBytes, jsonlLine, report, usage, Watcher } from './common.js';
 
 const FILES = ['selector_round1/reward_history.jsonl', 'selector_round1/train.log', 'generator_round1/reward_history.jsonl', 'generator_round1/train.log'];
 
 function bareReader(files: string[]): void {
-  const offsets = new Map(files.map((f) => [f, statSync(f).size]));
   let lines = 0;
-  for (const f of files) {
-    watch(f, () => {
-      const from = offsets.get(f)!;
-      const size = statSync(f).size;
-      if (size <= from) return;
-      const buf = Buffer.alloc(size - from);
-      const fd = openSync(f, 'r');
-      readSync(fd, buf, 0, buf.length, from);
-      closeSync(fd);
-      offsets.set(f, size);
-      lines += buf.toString().split('\n').length - 1;
-    });
-  }
+  followNewBytes(files, (_f, text) => (lines += text.split('\n').length - 1));
   process.send!('ready');
 }
 

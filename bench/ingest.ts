@@ -8,58 +8,15 @@
  *   node dist/bench/ingest.js [--lines N] [--reps R]
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, createReadStream, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { arg, BIN, report, seconds, spread, type Spread } from './common.js';
-
-/** Writes `lines` lines made by `line(i)` in 1 MiB pieces. */
-export function generate(file: string, lines: number, line: (i: number) => string): void {
-  mkdirSync(path.dirname(file), { recursive: true });
-  const fd = openSync(file, 'w');
-  let buf = '';
-  for (let i = 1; i <= lines; i++) {
-    buf += line(i);
-    if (buf.length > 1 << 20) {
-      writeSync(fd, buf);
-      buf = '';
-    }
-  }
-  writeSync(fd, buf);
-  closeSync(fd);
-}
-
-/** A canonical selector line, about 150 bytes. */
-export function jsonlLine(i: number): string {
-  const x = Math.sin(i * 0.37);
-  return `{"step": ${i}, "boundary": ${(0.5 + 0.2 * x).toFixed(4)}, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": ${(0.52 + 0.1 * x).toFixed(4)}, "accuracy": 0.47, "boundary_share": 0.28, "rollouts": 10}\n`;
-}
+import { appendLines, arg, bareLoop, BIN, jsonlLine, report, seconds, spread, type Spread } from './common.js';
 
 /** A verl console step line (Ray prefix, `key:value - ` pairs), about 230 bytes. */
 function verlLine(i: number): string {
   const x = Math.sin(i * 0.37);
   return `(main_task pid=2419) step:${i} - critic/score/mean:${(0.5 + 0.2 * x).toFixed(4)} - critic/score/max:1.0 - critic/rewards/mean:${(0.5 + 0.2 * x).toFixed(4)} - actor/entropy:0.61 - actor/pg_loss:-0.012 - response_length/mean:212.4 - timing_s/step:41.2\n`;
-}
-
-const VERL_RE = /step:(\d+) - critic\/score\/mean:([-\d.eE]+)/;
-
-/** The baseline: chunks, line split, and per line JSON.parse (jsonl) or one regex (text). */
-async function bareLoop(file: string, kind: 'jsonl' | 'text'): Promise<number> {
-  let rest = '';
-  let n = 0;
-  for await (const chunk of createReadStream(file, { encoding: 'utf8', highWaterMark: 1 << 18 })) {
-    const text = rest + (chunk as string);
-    let start = 0;
-    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
-      const line = text.slice(start, nl);
-      if (kind === 'jsonl') JSON.parse(line);
-      else if (VERL_RE.exec(line) === null) throw new Error(`no match: ${line}`);
-      n++;
-      start = nl + 1;
-    }
-    rest = text.slice(start);
-  }
-  return n;
 }
 
 function analyzeSteps(dir: string): number {
@@ -73,7 +30,7 @@ const HAVE_JQ = spawnSync('jq', ['--version']).status === 0;
 async function measure(kind: 'jsonl' | 'text', lines: number, reps: number, dir: string): Promise<{ rows: string[][]; data: Record<string, unknown> }> {
   const run = path.join(dir, kind);
   const file = path.join(run, 'outputs', 'selector_round1', kind === 'jsonl' ? 'reward_history.jsonl' : 'train.log');
-  generate(file, lines, kind === 'jsonl' ? jsonlLine : verlLine);
+  appendLines(file, 1, lines, kind === 'jsonl' ? jsonlLine : verlLine);
   const bytes = statSync(file).size;
   const times: Record<string, number[]> = { bare: [], barwatch: [], jq: [] };
   for (let r = 0; r < reps; r++) {

@@ -7,14 +7,14 @@
  *   node dist/bench/latency.js [--appends N]
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync, watch, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { arg, BIN, quantile, report } from './common.js';
+import { arg, BIN, followNewBytes, quantile, report } from './common.js';
 
 const GOOD = '{"step": 1, "boundary": 0.5, "relevance": 0.3, "format": 1, "count": 0}\n{"step": 2, "boundary": 0.52, "relevance": 0.3, "format": 1, "count": 0}\n';
 const BAD = '{"step": 3, "boundary": NaN, "relevance": 0.3, "format": 1, "count": 0}\n';
@@ -46,20 +46,9 @@ async function receiver(): Promise<{ url: string; wait: (run: string) => Promise
 
 /** The bare reader (a child process): fs.watch on every file, read what is new, post on NaN. */
 function bareReader(files: string[], url: string): void {
-  const offsets = new Map(files.map((f) => [f, statSync(f).size]));
-  for (const f of files) {
-    watch(f, () => {
-      const from = offsets.get(f)!;
-      const size = statSync(f).size;
-      if (size <= from) return;
-      const buf = Buffer.alloc(size - from);
-      const fd = openSync(f, 'r');
-      readSync(fd, buf, 0, buf.length, from);
-      closeSync(fd);
-      offsets.set(f, size);
-      if (buf.toString().includes('NaN')) void fetch(url, { method: 'POST', body: JSON.stringify({ text: f }) });
-    });
-  }
+  followNewBytes(files, (f, text) => {
+    if (text.includes('NaN')) void fetch(url, { method: 'POST', body: JSON.stringify({ text: f }) });
+  });
   process.send!('ready');
 }
 

@@ -6,47 +6,11 @@
  *
  *   node dist/bench/memory.js [--runs N] [--first LINES_PER_RUN] [--total LINES_PER_RUN]
  */
-import { appendFileSync, createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { arg, report, seconds, usage, Watcher } from './common.js';
-
-/** A selector line with white noise (no pattern for the detectors to find), ~150 bytes. */
-function line(i: number): string {
-  const u = ((i * 2654435761) >>> 0) / 4294967296;
-  return `{"step": ${i}, "boundary": ${(0.5 + 0.04 * (u - 0.5)).toFixed(4)}, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": 0.52, "accuracy": 0.49, "boundary_share": 0.28, "rollouts": 10}\n`;
-}
-
-function append(file: string, from: number, to: number): void {
-  let buf = '';
-  for (let i = from; i <= to; i++) {
-    buf += line(i);
-    if (buf.length > 1 << 20) {
-      appendFileSync(file, buf);
-      buf = '';
-    }
-  }
-  if (buf !== '') appendFileSync(file, buf);
-}
-
-async function bareLoop(files: string[]): Promise<number> {
-  let n = 0;
-  for (const f of files) {
-    let rest = '';
-    for await (const chunk of createReadStream(f, { encoding: 'utf8', highWaterMark: 1 << 18 })) {
-      const text = rest + (chunk as string);
-      let start = 0;
-      for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', start)) {
-        JSON.parse(text.slice(start, nl));
-        n++;
-        start = nl + 1;
-      }
-      rest = text.slice(start);
-    }
-  }
-  return n;
-}
+import { appendLines, arg, bareLoop, noiseLine, report, seconds, usage, Watcher } from './common.js';
 
 export async function main(): Promise<void> {
   const runs = arg('runs', 100);
@@ -58,7 +22,7 @@ export async function main(): Promise<void> {
       const f = path.join(dir, 'runs', `run${r}`, 'outputs', 'selector_round1', 'reward_history.jsonl');
       mkdirSync(path.dirname(f), { recursive: true });
       writeFileSync(f, '');
-      append(f, 1, first);
+      appendLines(f, 1, first, noiseLine);
       return f;
     });
     const cfg = path.join(dir, 'c.yaml');
@@ -68,7 +32,7 @@ export async function main(): Promise<void> {
     await sleep(3000);
     const after1 = usage(w.child.pid!);
     const heap1 = await w.heapUsed();
-    for (const f of files) append(f, first + 1, total);
+    for (const f of files) appendLines(f, first + 1, total, noiseLine);
     await w.until(runs * total);
     await sleep(3000);
     const after10 = usage(w.child.pid!);
@@ -84,7 +48,8 @@ export async function main(): Promise<void> {
     const peak = usage(w.child.pid!);
     await w.stop();
     t = process.hrtime.bigint();
-    const n = await bareLoop(files);
+    let n = 0;
+    for (const f of files) n += await bareLoop(f);
     const bare = seconds(t);
     if (n !== runs * total) throw new Error(`bare loop read ${n} lines`);
 

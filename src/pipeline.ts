@@ -163,12 +163,14 @@ export class Pipeline {
 
   totals(): Totals {
     const t: Totals = { runs: this.registry.size, files: this.sources.size, lines: 0, records: 0, malformed: 0, longLines: 0 };
-    for (const c of [...[...this.sources.values()].map((s) => s.counters), ...this.retired.values()]) {
+    const add = (c: FileCounters): void => {
       t.lines += c.lines;
       t.records += c.records;
       t.malformed += c.malformed;
       t.longLines += c.longLines;
-    }
+    };
+    for (const s of this.sources.values()) add(s.counters);
+    for (const c of this.retired.values()) add(c);
     return t;
   }
 
