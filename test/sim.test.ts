@@ -23,6 +23,17 @@ describe('barwatch simulate', () => {
     });
   }
 
+  test('high-lr: the swing has one period in every window; an updated generator that stalls is not called frozen', async () => {
+    // Seed 7: the generator's accuracy rises in round 2 and falls in round 3, within the noise of
+    // one curve; before frozen-generator asked whether round 3 started over, this read as frozen.
+    const o = await runSim('high-lr', 7);
+    assert.ok(asExpected(o), o.ids.join(', '));
+    assert.ok(!o.ids.includes('frozen-generator'));
+    const swings = o.findings.filter((f) => f.detector === 'boundary-oscillation');
+    assert.ok(swings.length > 0);
+    for (const f of swings) assert.match(f.message, /swings with a period of about \d+ steps/);
+  });
+
   test('writes the canonical layout; bad arguments are refused', () => {
     const dir = path.join(tempDir(), 'run');
     const r = barwatch(['simulate', dir, '--scenario', 'few-rollouts', '--seed', '4', '--rounds', '2']);

@@ -10,7 +10,7 @@
 import type { RoundState } from '../runs/round.js';
 import { periodic } from './boundary-oscillation.js';
 import { recent, round3, roundsOf, segmentMeans } from './series.js';
-import { moments, noiseSd, welch } from './statistics.js';
+import { mannKendall, moments, noiseSd, normalCdf, theilSen, welch } from './statistics.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -35,6 +35,10 @@ export interface CurveMatch {
   segment_noise: number;
   span_steps: number;
   segments: number;
+  /** Mean of b's segment means minus a's: 0 when b starts over, a's own move when b carries on. */
+  shift: number;
+  /** How far a's curve moved within its round (Theil-Sen slope of its segment means x span). */
+  move_within: number;
 }
 
 /**
@@ -56,7 +60,28 @@ export function curveMatch(a: RoundState, b: RoundState, name: string, segments:
   const rmse = Math.sqrt(ss / segments);
   const t = welch(moments(ma), moments(mb));
   const pDiffer = 2 * Math.min(t.pLower, t.pHigher);
-  return { nrmse: round3(rmse / noise), rmse: round3(rmse), p_means_differ: +pDiffer.toPrecision(3), segment_noise: round3(noise / Math.SQRT2), span_steps: span, segments };
+  const shift = moments(mb).mean - moments(ma).mean;
+  const moveWithin = theilSen(ma) * (segments - 1);
+  return {
+    nrmse: round3(rmse / noise),
+    rmse: round3(rmse),
+    p_means_differ: +pDiffer.toPrecision(3),
+    segment_noise: round3(noise / Math.SQRT2),
+    span_steps: span,
+    segments,
+    shift: round3(shift),
+    move_within: round3(moveWithin),
+  };
+}
+
+/**
+ * Whether generator round b started over from where round a started rather than carrying on from
+ * where a ended: both rounds moved within themselves the same way (Stouffer's combination of
+ * their serial-corrected Mann-Kendall z), and b's level is nearer a's than a's level plus a's move.
+ */
+function startedOver(a: RoundState, b: RoundState, m: CurveMatch, alpha: number): boolean {
+  const z = (mannKendall(recent(a, 'accuracy').values, true).z + mannKendall(recent(b, 'accuracy').values, true).z) / Math.SQRT2;
+  return 2 * normalCdf(-Math.abs(z)) < alpha && Math.abs(m.shift) < Math.abs(m.shift - m.move_within);
 }
 
 function iso(t: number | null): string | null {
@@ -120,8 +145,11 @@ export const frozenGenerator: Detector<P> = {
         evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse };
         step ??= s?.lastStep ?? null;
       }
-      // 3. Generator round k-1 repeats round k-2's accuracy curve.
-      if (gm !== null && gm.nrmse <= p.max_nrmse && gm.p_means_differ >= p.alpha) {
+      // 3. Generator round k-1 repeats round k-2's accuracy curve. A reset generator still learns
+      // within each round, the same way twice, and starts each round from the same level: two flat
+      // curves at one level, one rising and one falling within the noise, or a decline that carries
+      // on from round to round are what an updated generator that does not improve draws.
+      if (gm !== null && gm.nrmse <= p.max_nrmse && gm.p_means_differ >= p.alpha && startedOver(gen.get(k - 2)!, gen.get(k - 1)!, gm, p.alpha)) {
         signs.push(`generator round ${k - 1}'s accuracy curve repeats round ${k - 2}'s (NRMSE ${gm.nrmse})`);
         evidence['generator_curves'] = { rounds: [k - 2, k - 1], ...gm, max_nrmse: p.max_nrmse };
         step ??= s?.lastStep ?? gen.get(k - 1)?.lastStep ?? null;

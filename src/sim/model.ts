@@ -20,6 +20,8 @@ export interface Knobs {
   generatorLr: number;
   /** False: the generator trains, but the next round starts from the old weights (a lost checkpoint). */
   updateGenerator: boolean;
+  /** Selector updates between the weights that sampled a step's outputs and the weights they update (asynchronous rollouts). */
+  rolloutLag: number;
 }
 
 export const DOCS = 6;
@@ -113,47 +115,41 @@ export class Generator {
   }
 }
 
-/**
- * SGD with heavy-ball momentum (0.9), as many policy-gradient setups use. Near an optimum it
- * behaves like a damped spring driven by the gradient noise: at a small learning rate it settles,
- * at a large one it rings, overshooting back and forth with a period of a few to a few tens of steps.
- */
-class Momentum {
-  private readonly v: Float64Array;
-  constructor(n: number, private readonly lr: number, private readonly mu = 0.9) {
-    this.v = new Float64Array(n);
-  }
-  /** Ascends `grad` on `params`. */
-  step(params: Float64Array, grad: Float64Array): void {
-    for (let i = 0; i < params.length; i++) {
-      this.v[i] = this.mu * this.v[i]! + grad[i]!;
-      params[i] = params[i]! + this.lr * this.v[i]!;
-    }
-  }
-}
-
 export interface Action {
   set: number;
   wellFormed: boolean;
 }
 
-/** The selector: softmax over evidence sets, plus a learnable chance of a well-formed answer. */
-export class Selector {
-  /** theta (one weight per feature) then psi (the format logit). */
-  readonly params = new Float64Array(FEATURES + 1);
-  private readonly opt: Momentum;
+/** Sharpness of the selector's preference for sets whose strength is near its aim. */
+const AIM_SHARPNESS = 8;
+/** The box the weights are kept in (a stand-in for the KL penalty that keeps a policy near its reference). */
+const THETA_BOX = 1;
+const AIM_MIN = -0.2;
+const AIM_MAX = 1.2;
+const PSI = FEATURES;
+const AIM = FEATURES + 1;
 
-  constructor(lr: number) {
-    this.params[FEATURES] = -0.5;
-    this.opt = new Momentum(FEATURES + 1, lr);
+/**
+ * The selector: a softmax over evidence sets with logits theta . phi(set) - s (strength - aim)^2,
+ * plus a learnable chance of a well-formed answer. `aim` is the evidence strength it reaches for:
+ * the lever that moves the generator's accuracy on its evidence toward (or past) c.
+ */
+export class Selector {
+  /** theta (one weight per feature), psi (the format logit), aim. */
+  readonly params = new Float64Array(FEATURES + 2);
+
+  constructor(private readonly lr: number) {
+    this.params[PSI] = -0.5;
+    this.params[AIM] = 0.6;
   }
 
-  probs(q: Question): Float64Array {
+  /** The policy under `params` (the current weights, or the older ones a rollout worker still holds). */
+  probs(q: Question, params: Float64Array = this.params): Float64Array {
     const out = new Float64Array(SETS.length);
     let max = -Infinity;
     for (let j = 0; j < SETS.length; j++) {
-      let z = 0;
-      for (let f = 0; f < FEATURES; f++) z += this.params[f]! * q.features[j]![f]!;
+      let z = -AIM_SHARPNESS * (q.strength[j]! - params[AIM]!) ** 2;
+      for (let f = 0; f < FEATURES; f++) z += params[f]! * q.features[j]![f]!;
       out[j] = z;
       if (z > max) max = z;
     }
@@ -163,11 +159,11 @@ export class Selector {
     return out;
   }
 
-  formatP(): number {
-    return sigmoid(this.params[FEATURES]!);
+  formatP(params: Float64Array = this.params): number {
+    return sigmoid(params[PSI]!);
   }
 
-  act(r: () => number, probs: Float64Array): Action {
+  act(r: () => number, probs: Float64Array, formatP = this.formatP()): Action {
     let u = r();
     let set = probs.length - 1;
     for (let j = 0; j < probs.length; j++) {
@@ -177,26 +173,37 @@ export class Selector {
         break;
       }
     }
-    return { set, wellFormed: r() < this.formatP() };
+    return { set, wellFormed: r() < formatP };
   }
 
-  /** One policy-gradient step: advantages per (question, action), already group-normalised. */
-  update(batch: { q: Question; probs: Float64Array; actions: Action[]; advantages: number[] }[]): void {
-    const grad = new Float64Array(FEATURES + 1);
+  /**
+   * One policy-gradient step (plain SGD) from outputs sampled under `probs` and `formatP`, with
+   * advantages already group-normalised. When those came from older weights (asynchronous
+   * rollouts), the step answers what the policy was doing a few updates ago: delayed feedback,
+   * stable at a small learning rate and swinging past the optimum and back at a large one.
+   */
+  update(batch: { q: Question; probs: Float64Array; actions: Action[]; advantages: number[] }[], formatP: number): void {
+    const grad = new Float64Array(FEATURES + 2);
     let n = 0;
-    const fp = this.formatP();
     for (const { q, probs, actions, advantages } of batch) {
       const mean = new Float64Array(FEATURES);
-      for (let j = 0; j < SETS.length; j++) for (let f = 0; f < FEATURES; f++) mean[f]! += probs[j]! * q.features[j]![f]!;
+      let meanStrength = 0;
+      for (let j = 0; j < SETS.length; j++) {
+        meanStrength += probs[j]! * q.strength[j]!;
+        for (let f = 0; f < FEATURES; f++) mean[f]! += probs[j]! * q.features[j]![f]!;
+      }
       actions.forEach((a, i) => {
         const adv = advantages[i]!;
         for (let f = 0; f < FEATURES; f++) grad[f]! += adv * (q.features[a.set]![f]! - mean[f]!);
-        grad[FEATURES]! += adv * ((a.wellFormed ? 1 : 0) - fp);
+        grad[PSI]! += adv * ((a.wellFormed ? 1 : 0) - formatP);
+        grad[AIM]! += adv * 2 * AIM_SHARPNESS * (q.strength[a.set]! - meanStrength);
         n++;
       });
     }
-    for (let i = 0; i < grad.length; i++) grad[i]! /= n;
-    this.opt.step(this.params, grad);
+    const p = this.params;
+    for (let i = 0; i < p.length; i++) p[i] = p[i]! + (this.lr * grad[i]!) / n;
+    for (let f = 0; f < FEATURES; f++) p[f] = Math.min(THETA_BOX, Math.max(-THETA_BOX, p[f]!));
+    p[AIM] = Math.min(AIM_MAX, Math.max(AIM_MIN, p[AIM]!));
   }
 }
 

@@ -7,9 +7,10 @@ export const BASE: Knobs = {
   weights: { boundary: 1.0, relevance: 0.2, format: 0.2, count: 0.1 },
   easy: 0.9,
   unsolvable: 0.1,
-  selectorLr: 0.05,
+  selectorLr: 0.1,
   generatorLr: 0.01,
   updateGenerator: true,
+  rolloutLag: 4,
 };
 
 export interface SimScenario {
@@ -40,10 +41,13 @@ export const SIM_SCENARIOS = {
     fix: { easy: BASE.easy, unsolvable: BASE.unsolvable },
   },
   'loose-filter': {
-    knobs: { easy: 0.62, unsolvable: 0.38 },
-    change: 'filter keeps only questions answered 38%-62% of the time',
-    expected: ['boundary-share-high', 'generator-regression'],
-    mayAlso: { ids: ['generator-stall'], why: 'once the generator has fallen, the selector can hold the accuracy flat below c: a stall on top of the regression' },
+    knobs: { easy: 0.6, unsolvable: 0.4 },
+    change: 'filter keeps only questions answered 40%-60% of the time',
+    expected: ['boundary-share-high', 'generator-regression', 'generator-stall'],
+    mayAlso: {
+      ids: ['round-regression', 'reward-collapse'],
+      why: 'without replay the generator can keep falling round after round: the next selector round then earns less boundary reward with more spread, and once it answers almost nothing every output earns about zero',
+    },
     fix: { easy: BASE.easy, unsolvable: BASE.unsolvable },
   },
   'frozen-generator': {
@@ -51,6 +55,13 @@ export const SIM_SCENARIOS = {
     change: 'the generator trains, but every round starts from the first checkpoint',
     expected: ['frozen-generator'],
     fix: { updateGenerator: true },
+  },
+  'high-lr': {
+    knobs: { selectorLr: 1.5 },
+    change: 'selector learning rate 1.5, fifteen times the healthy one (rollouts are sampled 4 updates behind, as in every scenario)',
+    expected: ['boundary-oscillation'],
+    mayAlso: { ids: ['generator-regression'], why: 'evidence that swings between too easy and too hard teaches the generator less than it forgets: its accuracy can fall in the last round' },
+    fix: { selectorLr: BASE.selectorLr },
   },
 } satisfies Record<string, SimScenario>;
 

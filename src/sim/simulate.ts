@@ -87,18 +87,22 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
     mkdirSync(file(selDir), { recursive: true });
     append(`${selDir}/train.log`, `[${stamp()}] selector round ${round}: GRPO, ${BATCH} questions x ${GROUP} samples per step, rollouts=${k.rollouts}\n`);
     if (round === 1) append(`${selDir}/train.log`, filterLog);
+    const snapshots: Float64Array[] = [];
     for (let s = 1; s <= SELECTOR_STEPS; s++) {
+      snapshots.push(Float64Array.from(sel.params));
+      if (snapshots.length > k.rolloutLag + 1) snapshots.shift();
+      const stale = snapshots[0]!;
       const comps: Record<keyof Rewards, number[]> = { boundary: [], relevance: [], format: [], count: [] };
       const totals: number[] = [];
       const pHats: number[] = [];
       const batch: { q: Question; probs: Float64Array; actions: Action[]; advantages: number[] }[] = [];
       for (let b = 0; b < BATCH; b++) {
         const q = pick();
-        const probs = sel.probs(q);
+        const probs = sel.probs(q, stale);
         const actions: Action[] = [];
         const group: number[] = [];
         for (let g = 0; g < GROUP; g++) {
-          const a = sel.act(r, probs);
+          const a = sel.act(r, probs, sel.formatP(stale));
           const out = reward(r, gen, q, a, k);
           actions.push(a);
           group.push(out.total);
@@ -109,7 +113,7 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
         const { mean, sd } = meanSd(group);
         batch.push({ q, probs, actions, advantages: group.map((x) => (x - mean) / (sd + 1e-6)) });
       }
-      sel.update(batch);
+      sel.update(batch, sel.formatP(stale));
       const m = Object.fromEntries(Object.entries(comps).map(([c, xs]) => [c, meanSd(xs)])) as Record<keyof Rewards, { mean: number; sd: number }>;
       const t = meanSd(totals);
       const accuracy = meanSd(pHats).mean;
