@@ -4,7 +4,7 @@ import { BarragSelectorDebugParser } from '../src/parsers/barrag-debug.js';
 import { BarragGeneratorDebugParser } from '../src/parsers/barrag-generator-debug.js';
 import { classifyFile } from '../src/parsers/index.js';
 import { parseJsonLenient } from '../src/parsers/json.js';
-import { canonicalKey } from '../src/parsers/keys.js';
+import { canonicalKey, Flattener, flattenValues } from '../src/parsers/keys.js';
 import { parsePythonLiteral } from '../src/parsers/pydict.js';
 import { RewardHistoryParser } from '../src/parsers/reward-history.js';
 import { readRunSettings, RunConfigParser } from '../src/parsers/run-config.js';
@@ -44,6 +44,33 @@ describe('canonical keys', () => {
     assert.equal(canonicalKey('critic/score/mean'), 'critic/score/mean');
     assert.equal(canonicalKey('rewards/reward_fn/mean'), 'rewards/reward_fn/mean');
     assert.equal(canonicalKey('my_bnd', { my_bnd: 'boundary' }), 'boundary');
+  });
+});
+
+describe('Flattener: the learned flat shape gives what flattenValues gives', () => {
+  test('same shape, reordered keys, nested, strings, nulls, non-finite, aliases folding onto one name, key maps', () => {
+    const skip = new Set(['step', 'time']);
+    const records: Record<string, unknown>[] = [
+      { step: 1, boundary: 0.5, format: 1, time: 'x' },
+      { step: 2, boundary: 0.6, format: 0 },
+      { step: 3, format: 1, boundary: 0.7 },
+      { step: 4, boundary: '0.8', format: 1 },
+      { step: 5, boundary: null, format: 1 },
+      { step: 6, boundary: NaN, format: -Infinity },
+      { step: 7, rewards: { bdy: 0.4, fmt: 1 } },
+      { step: 8, boundary: 0.1, bdy: 0.2, format: 1 },
+      { step: 9, boundary: 0.3, format: 1, extra: 2 },
+      { step: 10, boundary: 0.5, format: 1, time: 'y' },
+      { step: 11, boundary: 0.5, format: 1, time: 'y', list: [1] },
+    ];
+    for (const keyMap of [undefined, { format: 'fmt_custom' }]) {
+      const f = new Flattener(keyMap, skip);
+      for (const r of records) {
+        // Twice each: the second read of a flat record goes through the learned shape.
+        assert.deepEqual(f.flatten(r), flattenValues(r, keyMap, skip), JSON.stringify(r));
+        assert.deepEqual(f.flatten(r), flattenValues(r, keyMap, skip), JSON.stringify(r));
+      }
+    }
   });
 });
 

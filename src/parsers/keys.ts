@@ -22,6 +22,18 @@ const COMPONENT_WORDS: readonly [string, Component][] = [
   ['boundary', 'boundary'], ['format', 'format'], ['relevance', 'relevance'], ['count', 'count'],
 ];
 
+/** A configured key map as a Map, or null when it is empty (the usual case: no lookup at all). */
+const keyMaps = new WeakMap<Record<string, string>, Map<string, string> | null>();
+function mapOf(keyMap: Record<string, string>): Map<string, string> | null {
+  let m = keyMaps.get(keyMap);
+  if (m === undefined) {
+    const entries = Object.entries(keyMap);
+    m = entries.length === 0 ? null : new Map(entries);
+    keyMaps.set(keyMap, m);
+  }
+  return m;
+}
+
 const cache = new Map<string, string>();
 const CACHE_LIMIT = 4096;
 
@@ -32,7 +44,7 @@ const CACHE_LIMIT = 4096;
  */
 export function canonicalKey(raw: string, keyMap?: Record<string, string>): string {
   if (keyMap !== undefined) {
-    const mapped = keyMap[raw];
+    const mapped = mapOf(keyMap)?.get(raw);
     if (mapped !== undefined) return mapped;
   }
   const hit = cache.get(raw);
@@ -114,4 +126,58 @@ export function flattenValues(
     if (n !== undefined) out[canonicalKey(path, keyMap)] = n;
   }
   return out;
+}
+
+/**
+ * flattenValues for a stream of records that mostly share one flat shape (a reward_history.jsonl
+ * writes the same keys in the same order on every line): the shape of the last flat record is
+ * kept, and a record with the same keys in the same order whose leaves are numbers is read
+ * without re-deriving any name. Anything else goes through flattenValues, with the same result.
+ */
+export class Flattener {
+  private keys: string[] = [];
+  /** Series name per key, or null for a skipped key. */
+  private names: (string | null)[] = [];
+
+  constructor(
+    private readonly keyMap: Record<string, string> | undefined,
+    private readonly skip: ReadonlySet<string>,
+  ) {}
+
+  flatten(obj: Record<string, unknown>): Record<string, number> {
+    return this.known(obj) ?? this.learn(obj);
+  }
+
+  private known(obj: Record<string, unknown>): Record<string, number> | null {
+    const keys = this.keys;
+    const names = this.names;
+    const out: Record<string, number> = {};
+    let i = 0;
+    for (const key in obj) {
+      if (keys[i] !== key) return null;
+      const name = names[i++]!;
+      if (name === null) continue;
+      const v = obj[key];
+      if (typeof v !== 'number') return null;
+      out[name] = v;
+    }
+    return i === keys.length ? out : null;
+  }
+
+  private learn(obj: Record<string, unknown>): Record<string, number> {
+    const keys: string[] = [];
+    const names: (string | null)[] = [];
+    let flat = true;
+    for (const key in obj) {
+      keys.push(key);
+      if (this.skip.has(key)) names.push(null);
+      else if (typeof obj[key] === 'number') names.push(canonicalKey(key, this.keyMap));
+      else flat = false;
+    }
+    if (flat) {
+      this.keys = keys;
+      this.names = names;
+    }
+    return flattenValues(obj, this.keyMap, this.skip);
+  }
 }

@@ -4,7 +4,7 @@
  * (verl's file logger, see verl-jsonl.ts). The parser reports which of the two the file is.
  */
 import { parseJsonLenient } from './json.js';
-import { flattenValues, toNumber } from './keys.js';
+import { Flattener, toNumber } from './keys.js';
 import { unwrapVerlRecord } from './verl-jsonl.js';
 import type { FormatId, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
 import { NOTHING } from './types.js';
@@ -24,6 +24,7 @@ export function parseTime(v: unknown): number | undefined {
 export function readJsonRecord(
   text: string,
   keyMap: Record<string, string>,
+  flattener = new Flattener(keyMap, META_KEYS),
 ): { record: MetricRecord; wrapped: boolean } | { error: string } | null {
   // JSON.parse skips surrounding whitespace itself: no copy of every line just to trim it.
   if (text.length === 0 || (text.charCodeAt(0) <= 32 && text.trim() === '')) return null;
@@ -39,7 +40,7 @@ export function readJsonRecord(
   const rec = unwrapped ?? (obj as Record<string, unknown>);
   const step = toNumber(rec['step'] ?? rec['global_step'] ?? rec['_step']);
   if (step === undefined || !Number.isFinite(step)) return { error: 'no numeric "step"' };
-  const values = flattenValues(rec, keyMap, META_KEYS);
+  const values = flattener.flatten(rec);
   const record: MetricRecord = { kind: 'metrics', step, values };
   const time = parseTime(rec['time'] ?? rec['timestamp']);
   if (time !== undefined) record.time = time;
@@ -50,15 +51,18 @@ export class RewardHistoryParser implements LineParser {
   readonly kind = 'lines';
   private wrapped = 0;
   private plain = 0;
+  private readonly flattener: Flattener;
 
-  constructor(private readonly opts: ParserOptions) {}
+  constructor(private readonly opts: ParserOptions) {
+    this.flattener = new Flattener(opts.keyMap, META_KEYS);
+  }
 
   format(): FormatId {
     return this.wrapped > this.plain ? 'verl-jsonl' : 'reward-history';
   }
 
   line(text: string): LineResult {
-    const r = readJsonRecord(text, this.opts.keyMap);
+    const r = readJsonRecord(text, this.opts.keyMap, this.flattener);
     if (r === null) return NOTHING;
     if ('error' in r) return r;
     if (r.wrapped) this.wrapped++;

@@ -25,8 +25,12 @@ export function parseVerlConsole(text: string, keyMap: Record<string, string>): 
     if (colon <= 0) continue;
     const key = part.slice(0, colon).trim();
     let raw = part.slice(colon + 1).trim();
-    const w = WRAPPED.exec(raw);
-    if (w !== null) raw = w[1]!;
+    // np.float64(0.1), float(0.1), int(3): only a value that starts with a letter can be wrapped.
+    const c0 = raw.charCodeAt(0);
+    if (c0 >= 97 && c0 <= 122) {
+      const w = WRAPPED.exec(raw);
+      if (w !== null) raw = w[1]!;
+    }
     const v = toNumber(raw);
     if (v === undefined || key === '') continue;
     values[canonicalKey(key, keyMap)] = v;

@@ -42,7 +42,8 @@ export class RoundState {
    * counted here and dropped, so nothing is counted twice.
    */
   duplicates = 0;
-  private readonly owners = new Map<string, string>();
+  /** Per series: its statistics and the file that owns it (one lookup per value on the hot path). */
+  private readonly slots = new Map<string, { stats: SeriesStats; owner: string | undefined }>();
   /** (step, arrival time) of recent steps: how often this round is written, as barwatch sees it. */
   arrivals = new History(64);
   /** (step, trainer time) of recent steps whose records carry a time. */
@@ -77,22 +78,28 @@ export class RoundState {
     this.firstSeen ??= now;
     this.lastSeen = now;
     if (rec.time !== undefined) this.lastTime = rec.time;
-    for (const name in rec.values) {
-      let s = this.series.get(name);
-      if (s === undefined) {
+    const values = rec.values;
+    for (const name in values) {
+      const slot = this.slots.get(name);
+      if (slot === undefined) {
         if (this.series.size >= this.opts.maxSeries) {
           this.droppedSeries++;
           continue;
         }
-        s = new SeriesStats(this.opts);
-        this.series.set(name, s);
-        this.owners.set(name, source);
+        const stats = new SeriesStats(this.opts);
+        this.series.set(name, stats);
+        this.slots.set(name, { stats, owner: source });
         fresh.push(name);
-      } else if (this.owners.get(name) !== source) {
+        stats.add(step, values[name]!);
+        continue;
+      }
+      // A state saved before owners were kept: the first file to write a series claims it.
+      slot.owner ??= source;
+      if (slot.owner !== source) {
         this.duplicates++;
         continue;
       }
-      s.add(step, rec.values[name]!);
+      slot.stats.add(step, values[name]!);
     }
     return fresh;
   }
@@ -112,7 +119,7 @@ export class RoundState {
       lastTime: this.lastTime,
       droppedSeries: this.droppedSeries,
       duplicates: this.duplicates,
-      owners: Object.fromEntries(this.owners),
+      owners: Object.fromEntries([...this.slots].flatMap(([k, v]) => (v.owner === undefined ? [] : [[k, v.owner]]))),
       arrivals: this.arrivals.toJSON(),
       stepTimes: this.stepTimes.toJSON(),
       series,
@@ -130,10 +137,13 @@ export class RoundState {
     r.lastTime = j.lastTime;
     r.droppedSeries = j.droppedSeries;
     r.duplicates = j.duplicates ?? 0;
-    for (const [k, v] of Object.entries(j.owners ?? {})) r.owners.set(k, v);
     r.arrivals = History.from(j.arrivals);
     if (j.stepTimes !== undefined) r.stepTimes = History.from(j.stepTimes);
-    for (const [k, v] of Object.entries(j.series)) r.series.set(k, SeriesStats.from(v, opts));
+    for (const [k, v] of Object.entries(j.series)) {
+      const stats = SeriesStats.from(v, opts);
+      r.series.set(k, stats);
+      r.slots.set(k, { stats, owner: j.owners?.[k] });
+    }
     return r;
   }
 }

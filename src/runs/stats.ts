@@ -100,7 +100,7 @@ export class RollingWindow {
 
   push(x: number): void {
     this.buf[this.head] = x;
-    this.head = (this.head + 1) % this.size;
+    if (++this.head === this.size) this.head = 0;
     if (this.count < this.size) this.count++;
     this.dirty = true;
   }
@@ -234,7 +234,7 @@ export class History {
   push(step: number, value: number): void {
     this.steps[this.head] = step;
     this.vals[this.head] = value;
-    this.head = (this.head + 1) % this.size;
+    if (++this.head === this.size) this.head = 0;
     if (this.count < this.size) this.count++;
   }
 
