@@ -50,10 +50,27 @@ function sha1(buf: Buffer): string {
   return createHash('sha1').update(buf).digest('hex');
 }
 
-function decode(buf: Buffer): string {
-  let end = buf.length;
-  if (end > 0 && buf[end - 1] === 13) end--; // CRLF
-  return buf.toString('utf8', 0, end);
+/** The text of buf[start, end), a CR before the newline dropped (CRLF). */
+function decode(buf: Buffer, start = 0, end = buf.length): string {
+  if (end > start && buf[end - 1] === 13) end--;
+  return buf.toString('utf8', start, end);
+}
+
+/**
+ * Read buffers are taken from and given back to a small pool: a buffer allocated per read is
+ * external memory that only a full GC frees, and a burst of reads over many files let it pile up
+ * (bench/memory). Nothing keeps a chunk after consume() returns (a held partial line is copied).
+ */
+const spareChunks: Buffer[] = [];
+const SPARE_CHUNKS = 8;
+
+function takeChunk(bytes: number): Buffer {
+  const b = spareChunks.pop();
+  return b !== undefined && b.length === bytes ? b : Buffer.allocUnsafeSlow(bytes);
+}
+
+function giveChunk(b: Buffer): void {
+  if (spareChunks.length < SPARE_CHUNKS) spareChunks.push(b);
 }
 
 export class FileTailer {
@@ -219,17 +236,21 @@ export class FileTailer {
   private async readFrom(deliver: Deliver, budget: number, size = Infinity): Promise<ReadOutcome> {
     const fh = this.fh;
     if (fh === null) return 'idle';
-    const buf = Buffer.allocUnsafe(this.opts.chunkBytes);
-    let readThisCall = 0;
-    for (;;) {
-      if (this.readPos >= size) return 'idle';
-      const { bytesRead } = await fh.read(buf, 0, buf.length, this.readPos);
-      if (bytesRead === 0) return 'idle';
-      const base = this.readPos;
-      this.readPos += bytesRead;
-      readThisCall += bytesRead;
-      this.consume(buf, bytesRead, base, deliver);
-      if (readThisCall >= budget) return 'more';
+    const buf = takeChunk(this.opts.chunkBytes);
+    try {
+      let readThisCall = 0;
+      for (;;) {
+        if (this.readPos >= size) return 'idle';
+        const { bytesRead } = await fh.read(buf, 0, buf.length, this.readPos);
+        if (bytesRead === 0) return 'idle';
+        const base = this.readPos;
+        this.readPos += bytesRead;
+        readThisCall += bytesRead;
+        this.consume(buf, bytesRead, base, deliver);
+        if (readThisCall >= budget) return 'more';
+      }
+    } finally {
+      giveChunk(buf);
     }
   }
 
@@ -245,10 +266,14 @@ export class FileTailer {
         this.notices.longLine?.({ offset: lineStart, bytes: lineLen });
         this.skipping = false;
       } else {
-        const piece = chunk.subarray(start, nl);
-        const bytes = this.pendingLen === 0 ? piece : Buffer.concat([...this.pending, piece], lineLen);
-        if (this.fp === null && lineStart === 0) this.setFingerprint(bytes);
-        lines.push(decode(bytes));
+        if (this.pendingLen === 0) {
+          if (this.fp === null && lineStart === 0) this.setFingerprint(chunk.subarray(start, nl));
+          lines.push(decode(chunk, start, nl));
+        } else {
+          const bytes = Buffer.concat([...this.pending, chunk.subarray(start, nl)], lineLen);
+          if (this.fp === null && lineStart === 0) this.setFingerprint(bytes);
+          lines.push(decode(bytes));
+        }
       }
       this.pending = [];
       this.pendingLen = 0;
