@@ -33,8 +33,8 @@ export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
   /** Keys of active findings by `run|detector`, so judging one detector does not scan them all. */
   private readonly activeBy = new Map<string, Set<string>>();
-  /** `run|detector` -> run step count at its last evaluation. */
-  private readonly evaluated = new Map<string, number>();
+  /** run -> detector -> run step count at its last evaluation (no key built per record). */
+  private readonly evaluated = new Map<string, Map<string, number>>();
   private enabled: Detector[];
   /** Cadence of each enabled detector, in steps. */
   private every: number[];
@@ -88,17 +88,17 @@ export class DetectorEngine {
     const stride = bulk && steps >= BULK_FROM ? Math.floor(steps / 256) : 0;
     let out: Transition[] | null = null;
     let next = Infinity;
+    const byDetector = this.evaluatedOf(run.id);
     for (let i = 0; i < this.enabled.length; i++) {
       const d = this.enabled[i]!;
       if (d.timeBased === true && !ctx.live) continue;
-      const key = `${run.id}|${d.id}`;
-      const last = this.evaluated.get(key);
+      const last = byDetector.get(d.id);
       const cadence = Math.max(this.every[i]!, stride);
       if (last === undefined ? steps === 0 : steps - last < cadence) {
         next = Math.min(next, last === undefined ? 1 : last + cadence);
         continue;
       }
-      this.evaluated.set(key, steps);
+      byDetector.set(d.id, steps);
       next = Math.min(next, steps + cadence);
       const t = this.apply(run, d, d.detect(run, this.paramsOf(d), ctx));
       if (t.length > 0) (out ??= []).push(...t);
@@ -107,13 +107,20 @@ export class DetectorEngine {
     return out ?? NO_TRANSITIONS;
   }
 
+  private evaluatedOf(runId: string): Map<string, number> {
+    let m = this.evaluated.get(runId);
+    if (m === undefined) this.evaluated.set(runId, (m = new Map()));
+    return m;
+  }
+
   /** Evaluates every enabled detector now (`timeOnly`: just the time-based ones). */
   evaluate(run: RunState, ctx: DetectContext, timeOnly = false): Transition[] {
     const out: Transition[] = [];
     const steps = totalSteps(run);
+    const byDetector = this.evaluatedOf(run.id);
     for (const d of this.enabled) {
       if (timeOnly && d.timeBased !== true) continue;
-      this.evaluated.set(`${run.id}|${d.id}`, steps);
+      byDetector.set(d.id, steps);
       out.push(...this.apply(run, d, d.detect(run, this.paramsOf(d), ctx)));
       this.nextDue.delete(run.id);
     }
@@ -177,14 +184,20 @@ export class DetectorEngine {
   }
 
   toJSON(): EngineJSON {
-    return { findings: [...this.active.values()], evaluated: Object.fromEntries(this.evaluated) };
+    const evaluated: Record<string, number> = {};
+    for (const [run, m] of this.evaluated) for (const [d, steps] of m) evaluated[`${run}|${d}`] = steps;
+    return { findings: [...this.active.values()], evaluated };
   }
 
   restore(j: EngineJSON | undefined): void {
     if (j === undefined) return;
     const scope = new Map(this.enabled.map((d) => [d.id, d.scope]));
     for (const f of j.findings ?? []) this.put(`${f.run}|${f.detector}|${scope.get(f.detector) === 'run' ? '*' : (f.round ?? '-')}`, f);
-    for (const [k, v] of Object.entries(j.evaluated ?? {})) this.evaluated.set(k, v);
+    for (const [k, v] of Object.entries(j.evaluated ?? {})) {
+      // `run|detector`; a run path may itself hold a '|', a detector id never does.
+      const bar = k.lastIndexOf('|');
+      if (bar > 0) this.evaluatedOf(k.slice(0, bar)).set(k.slice(bar + 1), v);
+    }
   }
 }
 

@@ -96,10 +96,16 @@ export function mannKendall(xs: readonly number[], serial = false): MannKendall 
     const xi = xs[i]!;
     for (let j = i + 1; j < n; j++) s += Math.sign(xs[j]! - xi);
   }
-  const counts = new Map<number, number>();
-  for (const x of xs) counts.set(x, (counts.get(x) ?? 0) + 1);
+  // Ties: runs of equal values in a sorted copy (a typed array sorts numerically, no map).
+  const sorted = Float64Array.from(xs).sort();
   let ties = 0;
-  for (const t of counts.values()) if (t > 1) ties += t * (t - 1) * (2 * t + 5);
+  for (let i = 0; i < n; ) {
+    let j = i + 1;
+    while (j < n && sorted[j] === sorted[i]) j++;
+    const t = j - i;
+    if (t > 1) ties += t * (t - 1) * (2 * t + 5);
+    i = j;
+  }
   let variance = (n * (n - 1) * (2 * n + 5) - ties) / 18;
   if (serial && n > 3) variance *= 1 + 2 * (1 - 1 / n) * Math.max(0, lag1(detrend(xs)));
   const z = variance <= 0 ? 0 : s > 0 ? (s - 1) / Math.sqrt(variance) : s < 0 ? (s + 1) / Math.sqrt(variance) : 0;
@@ -234,8 +240,9 @@ export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod
   for (let k = 1; k <= half; k++) {
     let re = 0;
     let im = 0;
-    for (let i = 0; i < n; i++) {
-      const j = (k * i) % n;
+    // j = (k * i) mod n, stepped instead of divided.
+    for (let i = 0, j = 0; i < n; i++, j += k) {
+      if (j >= n) j -= n;
       re += w[i]! * cos[j]!;
       im -= w[i]! * sin[j]!;
     }
