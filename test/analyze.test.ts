@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { analyzeJson, barwatch } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
 import { writeRun } from './helpers/run.js';
+import { normal, rng } from '../src/sim/random.js';
 
 describe('barwatch analyze', () => {
   test('a root of many runs at any depth: one JSON document, rounds in order, series statistics', () => {
@@ -119,5 +120,24 @@ describe('barwatch analyze with findings', () => {
     assert.match(r.stdout, /\n {8}total, selector round 3: [▁▂▃▄▅▆▇█ ]{48}\n {8}-> Stop the run/);
     const n = barwatch(['analyze', nan]);
     assert.match(n.stdout, /round 2:\n {6}\[critical\] nonfinite-reward at step \d+: boundary became NaN at step \d+/);
+  });
+
+  test('a long backlog is judged in strides yet finds what starts late, within 1/32 of the steps before it', () => {
+    // 30,000 selector steps: noise around 0.5, then from step 20,001 a swing of period 10.
+    const root = tempDir();
+    const file = path.join(root, 'run', 'outputs', 'selector_round1', 'reward_history.jsonl');
+    mkdirSync(path.dirname(file), { recursive: true });
+    const r = rng(7);
+    const lines: string[] = [];
+    for (let step = 1; step <= 30_000; step++) {
+      const swing = step > 20_000 ? 0.2 * Math.sin((2 * Math.PI * step) / 10) : 0;
+      lines.push(JSON.stringify({ step, boundary: 0.5 + swing + 0.03 * normal(r), format: 1, accuracy: 0.5, rollouts: 8 }));
+    }
+    writeFileSync(file, lines.join('\n') + '\n');
+    const { doc, stderr } = analyzeJson([root]);
+    const f = (doc.runs[0]!.findings as { detector: string; step: number }[]).find((x) => x.detector === 'boundary-oscillation');
+    assert.ok(f !== undefined, stderr);
+    // Three 64-step windows (128 steps) must swing; then at most one stride (1/32 of the steps) late.
+    assert.ok(f.step >= 20_000 + 128 && f.step <= 20_000 + 128 + Math.ceil(20_128 / 32) + 16, `step ${f.step}`);
   });
 });
