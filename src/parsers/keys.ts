@@ -164,20 +164,28 @@ export class Flattener {
     return i === keys.length ? out : null;
   }
 
+  /**
+   * A flat record (number leaves, skipped keys) becomes the new shape and is read in the same
+   * pass; any other (nested, strings, nulls) goes to flattenValues and leaves the shape as it was.
+   */
   private learn(obj: Record<string, unknown>): Record<string, number> {
     const keys: string[] = [];
     const names: (string | null)[] = [];
-    let flat = true;
+    const out: Record<string, number> = {};
     for (const key in obj) {
       keys.push(key);
-      if (this.skip.has(key)) names.push(null);
-      else if (typeof obj[key] === 'number') names.push(canonicalKey(key, this.keyMap));
-      else flat = false;
+      if (this.skip.has(key)) {
+        names.push(null);
+        continue;
+      }
+      const v = obj[key];
+      if (typeof v !== 'number') return flattenValues(obj, this.keyMap, this.skip);
+      const name = canonicalKey(key, this.keyMap);
+      names.push(name);
+      out[name] = v;
     }
-    if (flat) {
-      this.keys = keys;
-      this.names = names;
-    }
-    return flattenValues(obj, this.keyMap, this.skip);
+    this.keys = keys;
+    this.names = names;
+    return out;
   }
 }

@@ -92,6 +92,7 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
       snapshots.push(Float64Array.from(sel.params));
       if (snapshots.length > k.rolloutLag + 1) snapshots.shift();
       const stale = snapshots[0]!;
+      const staleFormatP = sel.formatP(stale);
       const comps: Record<keyof Rewards, number[]> = { boundary: [], relevance: [], format: [], count: [] };
       const totals: number[] = [];
       const pHats: number[] = [];
@@ -102,7 +103,7 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
         const actions: Action[] = [];
         const group: number[] = [];
         for (let g = 0; g < GROUP; g++) {
-          const a = sel.act(r, probs, sel.formatP(stale));
+          const a = sel.act(r, probs, staleFormatP);
           const out = reward(r, gen, q, a, k);
           actions.push(a);
           group.push(out.total);
@@ -113,7 +114,7 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
         const { mean, sd } = meanSd(group);
         batch.push({ q, probs, actions, advantages: group.map((x) => (x - mean) / (sd + 1e-6)) });
       }
-      sel.update(batch, sel.formatP(stale));
+      sel.update(batch, staleFormatP);
       const m = Object.fromEntries(Object.entries(comps).map(([c, xs]) => [c, meanSd(xs)])) as Record<keyof Rewards, { mean: number; sd: number }>;
       const t = meanSd(totals);
       const accuracy = meanSd(pHats).mean;

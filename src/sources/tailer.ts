@@ -266,14 +266,10 @@ export class FileTailer {
         this.notices.longLine?.({ offset: lineStart, bytes: lineLen });
         this.skipping = false;
       } else {
-        if (this.pendingLen === 0) {
-          if (this.fp === null && lineStart === 0) this.setFingerprint(chunk.subarray(start, nl));
-          lines.push(decode(chunk, start, nl));
-        } else {
-          const bytes = Buffer.concat([...this.pending, chunk.subarray(start, nl)], lineLen);
-          if (this.fp === null && lineStart === 0) this.setFingerprint(bytes);
-          lines.push(decode(bytes));
-        }
+        // A line inside the chunk is decoded in place; one that began in an earlier chunk is joined first.
+        const [buf, from, to] = this.pendingLen === 0 ? [chunk, start, nl] : [Buffer.concat([...this.pending, chunk.subarray(start, nl)], lineLen), 0, lineLen];
+        if (this.fp === null && lineStart === 0) this.setFingerprint(buf.subarray(from, to));
+        lines.push(decode(buf, from, to));
       }
       this.pending = [];
       this.pendingLen = 0;
