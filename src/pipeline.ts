@@ -175,12 +175,24 @@ export class Pipeline {
   }
 
   state(): StateFile {
+    return { ...this.stateHead(), runs: this.registry.toJSON() };
+  }
+
+  /**
+   * The text of JSON.stringify(state() with `more`), keys in another order: rounds that read
+   * nothing since the last call are not serialised again.
+   */
+  stateText(more: Partial<StateFile> = {}): string {
+    return `{"runs":${this.registry.toJSONText()},${JSON.stringify({ ...this.stateHead(), ...more }).slice(1)}`;
+  }
+
+  private stateHead(): Omit<StateFile, 'runs'> {
     const files: StateFile['files'] = {};
     for (const [f, s] of this.sources) files[f] = s.checkpoint();
-    const state: StateFile = { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files, runs: this.registry.toJSON() };
-    if (this.retired.size > 0) state.retired = Object.fromEntries(this.retired);
-    if (this.opts.engine !== undefined) state.engine = this.opts.engine.toJSON();
-    return state;
+    const head: Omit<StateFile, 'runs'> = { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files };
+    if (this.retired.size > 0) head.retired = Object.fromEntries(this.retired);
+    if (this.opts.engine !== undefined) head.engine = this.opts.engine.toJSON();
+    return head;
   }
 
   async close(): Promise<void> {

@@ -45,6 +45,7 @@ describe('pipeline', () => {
     // reward_history.jsonl and train.log both log it: read once, from the first file.
     assert.equal(sel.series.get('boundary')!.summary.n, 50);
     assert.equal(sel.duplicates, 100); // boundary and rollouts, 50 steps each
+    await p.close();
   });
 
   test('resuming from saved state equals one uninterrupted pass', async () => {
@@ -62,7 +63,7 @@ describe('pipeline', () => {
     const a = new Pipeline(opts());
     await ingest(a, split);
     const statePath = path.join(split, 'state.json');
-    await writeAtomic(statePath, JSON.stringify(a.state()));
+    await writeAtomic(statePath, a.stateText());
     await a.close();
     for (const f of files) {
       const text = full.get(f)!;
@@ -75,6 +76,25 @@ describe('pipeline', () => {
     await ingest(c, whole);
     const norm = (s: StateFile['runs'], root: string): unknown => JSON.parse(JSON.stringify(s).split(root).join('<run>'));
     assert.equal(firstDiff(norm(b.registry.toJSON(), split), norm(c.registry.toJSON(), whole)), null);
+    await Promise.all([b.close(), c.close()]);
+  });
+
+  test('the saved text equals the state, also after some rounds read more (their cached text is renewed)', async () => {
+    const dir = tempDir();
+    writeRun(dir, 2, 100);
+    const files = (await discover([dir])).files.map((f) => f.file);
+    const full = new Map(files.map((f) => [f, readFileSync(f, 'utf8')]));
+    for (const f of files) writeFileSync(f, full.get(f)!.slice(0, Math.floor(full.get(f)!.length / 2)));
+    const p = new Pipeline(opts());
+    await ingest(p, dir);
+    assert.deepEqual(JSON.parse(p.stateText()), p.state());
+    // Only the selector files grow: the generator rounds' text is reused, the selector rounds' renewed.
+    for (const f of files.filter((x) => x.includes('selector'))) appendFileSync(f, full.get(f)!.slice(Math.floor(full.get(f)!.length / 2)));
+    await ingest(p, dir);
+    const text = JSON.parse(p.stateText({ alerting: { alerts: [], groups: {} } })) as StateFile;
+    assert.deepEqual(text, { ...p.state(), alerting: { alerts: [], groups: {} } });
+    assert.deepEqual(text.runs[0]!.rounds.map((r) => `${r.role}${r.round}:${r.steps}`).sort(), ['generator1:50', 'generator2:50', 'selector1:100', 'selector2:100']);
+    await p.close();
   });
 
   test('malformed lines are counted per file and skipped; the good lines around them count', async () => {
@@ -91,6 +111,7 @@ describe('pipeline', () => {
     assert.equal(b.summary.n, 2);
     assert.equal(b.nonfinite.count, 1);
     assert.equal(b.nonfinite.firstStep, 4);
+    await p.close();
   });
 
   test('a corrupt state file is moved aside and reading starts over', async () => {
@@ -126,5 +147,6 @@ describe('pipeline', () => {
     assert.equal(p.failures().size, 0);
     assert.ok(lines.some((l) => l.includes('file readable again')));
     assert.equal(p.registry.get(dir)!.round('unknown', null)!.steps, 1);
+    await p.close();
   });
 });

@@ -66,6 +66,7 @@ export class Dispatcher {
 
   tick(book: AlertBook, silences: SilenceStore, now: number, sparkline: Sparkline = () => null): DispatchResult {
     const out: DispatchResult = { notifications: [], decisions: [] };
+    const silenced = silences.matcher(now);
     const byGroup = new Map<string, Alert[]>();
     for (const a of book.alerts.values()) {
       if (a.state === 'pending') continue;
@@ -80,7 +81,7 @@ export class Dispatcher {
       const firing: Alert[] = [];
       const resolved: Alert[] = [];
       for (const a of alerts) {
-        const s = silences.match(a, now);
+        const s = silenced(a);
         if (s !== null) {
           if (!this.silencedSeen.has(a.fingerprint)) {
             this.silencedSeen.add(a.fingerprint);

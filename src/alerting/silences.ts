@@ -74,11 +74,10 @@ export class SilenceStore {
     return this.load().filter((s) => Date.parse(s.endsAt) > now);
   }
 
-  match(a: Alert, now: number): Silence | null {
-    for (const s of this.active(now)) {
-      if ((s.detector === '*' || s.detector === a.finding.detector) && globToRegExp(s.run).test(a.finding.run)) return s;
-    }
-    return null;
+  /** Which silence, of those active at `now`, covers an alert: the file is looked at once per matcher. */
+  matcher(now: number): (a: Alert) => Silence | null {
+    const list = this.active(now).map((s) => ({ s, run: globToRegExp(s.run) }));
+    return (a) => list.find(({ s, run }) => (s.detector === '*' || s.detector === a.finding.detector) && run.test(a.finding.run))?.s ?? null;
   }
 
   async add(s: Omit<Silence, 'id' | 'createdAt'>, now: number): Promise<Silence> {

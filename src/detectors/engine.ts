@@ -42,6 +42,9 @@ export class DetectorEngine {
   private every: number[];
   /** Per run: the step count at which the next detector is due. */
   private readonly nextDue = new Map<string, number>();
+  /** Runs with a finding of a time-based detector (stale-run) that holds: a record may resolve it. */
+  private readonly timeHeld = new Map<string, number>();
+  private readonly timeBased: ReadonlySet<string>;
 
   constructor(
     private params: Record<string, Params>,
@@ -49,6 +52,7 @@ export class DetectorEngine {
   ) {
     this.enabled = detectors.filter((d) => params[d.id]?.enabled !== false);
     this.every = this.enabled.map((d) => Math.max(1, d.every(this.paramsOf(d))));
+    this.timeBased = new Set(detectors.filter((d) => d.timeBased === true).map((d) => d.id));
   }
 
   /**
@@ -83,32 +87,44 @@ export class DetectorEngine {
    * (about 32 evaluations each time the run's length grows e-fold: ~150 over a 20,000-step run
    * instead of ~650 at 1/256 from 4,096 steps), so many runs read fast, and the step at which a
    * finding first held is exact to within 1/32 of the steps read before it.
+   * Time-based detectors (stale-run) are judged by the clock (`evaluate(..., timeOnly)`); a record
+   * only re-judges one whose finding holds for the run, since a record is news the run is alive.
    */
   onRecord(run: RunState, ctx: DetectContext, bulk = false): Transition[] {
     const steps = totalSteps(run);
+    const held = this.timeHeld.has(run.id);
     // Cheap exit for the common case: no detector is due yet.
     const due = this.nextDue.get(run.id);
-    if (due !== undefined && steps < due) return NO_TRANSITIONS;
+    if (due !== undefined && steps < due && !held) return NO_TRANSITIONS;
     const stride = bulk && steps >= BULK_FROM ? Math.floor(steps / BULK_RESOLUTION) : 0;
     let out: Transition[] | null = null;
     let next = Infinity;
     const byDetector = this.evaluatedOf(run.id);
     for (let i = 0; i < this.enabled.length; i++) {
       const d = this.enabled[i]!;
-      if (d.timeBased === true && !ctx.live) continue;
+      if (d.timeBased === true) {
+        if (ctx.live && held && this.activeBy.has(`${run.id}|${d.id}`)) out = this.judgeAdd(out, run, d, ctx, byDetector, steps);
+        continue;
+      }
       const last = byDetector.get(d.id);
       const cadence = Math.max(this.every[i]!, stride);
       if (last === undefined ? steps === 0 : steps - last < cadence) {
         next = Math.min(next, last === undefined ? 1 : last + cadence);
         continue;
       }
-      byDetector.set(d.id, steps);
       next = Math.min(next, steps + cadence);
-      const t = this.apply(run, d, d.detect(run, this.paramsOf(d), ctx));
-      if (t.length > 0) (out ??= []).push(...t);
+      out = this.judgeAdd(out, run, d, ctx, byDetector, steps);
     }
     this.nextDue.set(run.id, next);
     return out ?? NO_TRANSITIONS;
+  }
+
+  /** Judges one detector now; its transitions are added to `out` (made when there are any). */
+  private judgeAdd(out: Transition[] | null, run: RunState, d: Detector, ctx: DetectContext, byDetector: Map<string, number>, steps: number): Transition[] | null {
+    byDetector.set(d.id, steps);
+    const t = this.apply(run, d, d.detect(run, this.paramsOf(d), ctx));
+    if (t.length > 0) (out ??= []).push(...t);
+    return out;
   }
 
   private evaluatedOf(runId: string): Map<string, number> {
@@ -170,6 +186,7 @@ export class DetectorEngine {
     const by = `${f.run}|${f.detector}`;
     let keys = this.activeBy.get(by);
     if (keys === undefined) this.activeBy.set(by, (keys = new Set()));
+    if (!keys.has(key) && this.timeBased.has(f.detector)) this.timeHeld.set(f.run, (this.timeHeld.get(f.run) ?? 0) + 1);
     keys.add(key);
   }
 
@@ -177,7 +194,11 @@ export class DetectorEngine {
     this.active.delete(key);
     const by = `${f.run}|${f.detector}`;
     const keys = this.activeBy.get(by);
-    keys?.delete(key);
+    if (keys?.delete(key) === true && this.timeBased.has(f.detector)) {
+      const n = (this.timeHeld.get(f.run) ?? 1) - 1;
+      if (n === 0) this.timeHeld.delete(f.run);
+      else this.timeHeld.set(f.run, n);
+    }
     if (keys?.size === 0) this.activeBy.delete(by);
   }
 

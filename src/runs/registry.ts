@@ -32,6 +32,11 @@ export class RunRegistry {
     return this.all().map((r) => r.toJSON());
   }
 
+  /** The text of JSON.stringify(this.toJSON()), reusing the text of rounds unchanged since the last call. */
+  toJSONText(): string {
+    return `[${this.all().map((r) => r.toJSONText()).join(',')}]`;
+  }
+
   static from(runs: RunJSON[], opts: StatsOptions = DEFAULT_STATS): RunRegistry {
     const reg = new RunRegistry(opts);
     for (const j of runs) reg.runs.set(j.id, RunState.from(j, opts));

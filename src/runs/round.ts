@@ -49,6 +49,8 @@ export class RoundState {
   /** (step, trainer time) of recent steps whose records carry a time. */
   stepTimes = new History(64);
   readonly series = new Map<string, SeriesStats>();
+  /** The JSON text of this round as of `records` records (see toJSONText). */
+  private text: { records: number; json: string } | null = null;
 
   constructor(
     readonly role: Role,
@@ -124,6 +126,15 @@ export class RoundState {
       stepTimes: this.stepTimes.toJSON(),
       series,
     };
+  }
+
+  /**
+   * This round as JSON text, serialised again only when a record arrived since the last call:
+   * a daemon saving its state every few seconds mostly holds rounds nobody writes any more.
+   */
+  toJSONText(): string {
+    if (this.text?.records !== this.records) this.text = { records: this.records, json: JSON.stringify(this.toJSON()) };
+    return this.text.json;
   }
 
   static from(j: RoundJSON, opts: StatsOptions): RoundState {

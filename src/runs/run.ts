@@ -108,15 +108,24 @@ export class RunState {
   }
 
   toJSON(): RunJSON {
+    return { ...this.head(), rounds: [...this.rounds.values()].map((r) => r.toJSON()) };
+  }
+
+  /** Everything but the rounds. */
+  private head(): Omit<RunJSON, 'rounds'> {
     return {
       id: this.id,
-      rounds: [...this.rounds.values()].map((r) => r.toJSON()),
       filter: this.filter.toJSON(),
       settings: this.settings,
       rollouts: this.rollouts,
       formats: { ...this.formats },
       finished: this.finished,
     };
+  }
+
+  /** The text of JSON.stringify(this.toJSON()) (keys in another order), reusing unchanged rounds' text. */
+  toJSONText(): string {
+    return `{"rounds":[${[...this.rounds.values()].map((r) => r.toJSONText()).join(',')}],${JSON.stringify(this.head()).slice(1)}`;
   }
 
   static from(j: RunJSON, opts: StatsOptions): RunState {
