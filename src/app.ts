@@ -406,7 +406,7 @@ export class Daemon {
     if (mark === this.savedMark && this.checkpointError === null && !this.stopping) return;
     const start = performance.now();
     try {
-      await writeAtomic(this.statePath, p.stateText(this.alerting !== null ? { alerting: this.alerting.toJSON() } : {}));
+      await writeAtomic(this.statePath, p.statePieces(this.alerting !== null ? { alerting: this.alerting.toJSON() } : {}));
       this.savedMark = mark;
       this.lastSave = { ms: performance.now() - start, endedAt: performance.now() };
       if (this.checkpointError !== null) {

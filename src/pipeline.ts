@@ -179,11 +179,15 @@ export class Pipeline {
   }
 
   /**
-   * The text of JSON.stringify(state() with `more`), keys in another order: rounds that read
-   * nothing since the last call are not serialised again.
+   * JSON.stringify(state() with `more`) in pieces (keys in another order), to be written one after
+   * the other: no single string of the whole state is built, and rounds that read nothing since
+   * the last call are not serialised again (a saved state is megabytes; most of it rarely changes).
    */
-  stateText(more: Partial<StateFile> = {}): string {
-    return `{"runs":${this.registry.toJSONText()},${JSON.stringify({ ...this.stateHead(), ...more }).slice(1)}`;
+  statePieces(more: Partial<StateFile> = {}): string[] {
+    const out = ['{"runs":'];
+    this.registry.toJSONPieces(out);
+    out.push(`,${JSON.stringify({ ...this.stateHead(), ...more }).slice(1)}`);
+    return out;
   }
 
   private stateHead(): Omit<StateFile, 'runs'> {

@@ -63,7 +63,7 @@ describe('pipeline', () => {
     const a = new Pipeline(opts());
     await ingest(a, split);
     const statePath = path.join(split, 'state.json');
-    await writeAtomic(statePath, a.stateText());
+    await writeAtomic(statePath, a.statePieces());
     await a.close();
     for (const f of files) {
       const text = full.get(f)!;
@@ -87,11 +87,11 @@ describe('pipeline', () => {
     for (const f of files) writeFileSync(f, full.get(f)!.slice(0, Math.floor(full.get(f)!.length / 2)));
     const p = new Pipeline(opts());
     await ingest(p, dir);
-    assert.deepEqual(JSON.parse(p.stateText()), p.state());
+    assert.deepEqual(JSON.parse(p.statePieces().join('')), p.state());
     // Only the selector files grow: the generator rounds' text is reused, the selector rounds' renewed.
     for (const f of files.filter((x) => x.includes('selector'))) appendFileSync(f, full.get(f)!.slice(Math.floor(full.get(f)!.length / 2)));
     await ingest(p, dir);
-    const text = JSON.parse(p.stateText({ alerting: { alerts: [], groups: {} } })) as StateFile;
+    const text = JSON.parse(p.statePieces({ alerting: { alerts: [], groups: {} } }).join('')) as StateFile;
     assert.deepEqual(text, { ...p.state(), alerting: { alerts: [], groups: {} } });
     assert.deepEqual(text.runs[0]!.rounds.map((r) => `${r.role}${r.round}:${r.steps}`).sort(), ['generator1:50', 'generator2:50', 'selector1:100', 'selector2:100']);
     await p.close();
@@ -112,6 +112,15 @@ describe('pipeline', () => {
     assert.equal(b.nonfinite.count, 1);
     assert.equal(b.nonfinite.firstStep, 4);
     await p.close();
+  });
+
+  test('a state written in pieces reads back whole: pieces across the write buffer, larger than it, multi-byte', async () => {
+    const file = path.join(tempDir(), 'state.json');
+    const pieces = ['a'.repeat((1 << 20) - 3), 'é€', 'ü', 'x'.repeat(3 << 20), '"ü€"', '', 'z'];
+    await writeAtomic(file, pieces);
+    assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
+    await writeAtomic(file, ['{}']);
+    assert.equal(readFileSync(file, 'utf8'), '{}');
   });
 
   test('a corrupt state file is moved aside and reading starts over', async () => {

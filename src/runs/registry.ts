@@ -32,9 +32,14 @@ export class RunRegistry {
     return this.all().map((r) => r.toJSON());
   }
 
-  /** The text of JSON.stringify(this.toJSON()), reusing the text of rounds unchanged since the last call. */
-  toJSONText(): string {
-    return `[${this.all().map((r) => r.toJSONText()).join(',')}]`;
+  /** Appends to `out` pieces of JSON.stringify(this.toJSON()) (see RunState.toJSONPieces). */
+  toJSONPieces(out: string[]): void {
+    out.push('[');
+    this.all().forEach((r, i) => {
+      if (i > 0) out.push(',');
+      r.toJSONPieces(out);
+    });
+    out.push(']');
   }
 
   static from(runs: RunJSON[], opts: StatsOptions = DEFAULT_STATS): RunRegistry {

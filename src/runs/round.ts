@@ -49,8 +49,8 @@ export class RoundState {
   /** (step, trainer time) of recent steps whose records carry a time. */
   stepTimes = new History(64);
   readonly series = new Map<string, SeriesStats>();
-  /** The JSON text of this round as of `records` records (see toJSONText). */
-  private text: { records: number; json: string } | null = null;
+  /** The record count at the last toJSONText, and the text kept when the round had not changed. */
+  private text: { records: number; json: string | null } | null = null;
 
   constructor(
     readonly role: Role,
@@ -129,12 +129,15 @@ export class RoundState {
   }
 
   /**
-   * This round as JSON text, serialised again only when a record arrived since the last call:
-   * a daemon saving its state every few seconds mostly holds rounds nobody writes any more.
+   * This round as JSON text. The text of a round that read nothing since the previous call is
+   * kept and reused (a daemon saving its state every few seconds mostly holds rounds nobody writes
+   * any more); a round still being written is serialised afresh and its text not kept, so it dies
+   * young instead of piling up in the old generation until the next save replaces it.
    */
   toJSONText(): string {
-    if (this.text?.records !== this.records) this.text = { records: this.records, json: JSON.stringify(this.toJSON()) };
-    return this.text.json;
+    if (this.text?.records === this.records) return (this.text.json ??= JSON.stringify(this.toJSON()));
+    this.text = { records: this.records, json: null };
+    return JSON.stringify(this.toJSON());
   }
 
   static from(j: RoundJSON, opts: StatsOptions): RoundState {

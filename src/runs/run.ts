@@ -123,9 +123,19 @@ export class RunState {
     };
   }
 
-  /** The text of JSON.stringify(this.toJSON()) (keys in another order), reusing unchanged rounds' text. */
-  toJSONText(): string {
-    return `{"rounds":[${[...this.rounds.values()].map((r) => r.toJSONText()).join(',')}],${JSON.stringify(this.head()).slice(1)}`;
+  /**
+   * Appends to `out` pieces of text whose concatenation is JSON.stringify(this.toJSON()), keys in
+   * another order; each round's text is reused while the round reads nothing new.
+   */
+  toJSONPieces(out: string[]): void {
+    out.push('{"rounds":[');
+    let first = true;
+    for (const r of this.rounds.values()) {
+      if (!first) out.push(',');
+      out.push(r.toJSONText());
+      first = false;
+    }
+    out.push(`],${JSON.stringify(this.head()).slice(1)}`);
   }
 
   static from(j: RunJSON, opts: StatsOptions): RunState {
