@@ -1,23 +1,19 @@
 /** argv -> commands (commander). Thin: each command builds what it needs and sets the exit code. */
 import { Command, CommanderError, Option } from 'commander';
 import { analyzePaths, InputError } from './analyze.js';
-import { Daemon } from './app.js';
 import { ConfigError, formatProblem, loadConfig, type Config } from './config/load.js';
 import { createLogger, silentLogger } from './log.js';
 import { analyzeDocument } from './report/json.js';
 import { renderText } from './report/text.js';
+// Commands import what only they need when they run (the daemon's notifiers, HTTP and watcher
+// are a few hundred ms of module loading that `analyze` does not pay).
 import { SilenceStore } from './alerting/silences.js';
 import { parseDuration } from './config/duration.js';
-import { buildNotifiers } from './notifiers/index.js';
 import { DETECTOR_IDS } from './config/schema.js';
-import { newId } from './alerting/dispatch.js';
 import { loadState } from './sources/checkpoint.js';
 import { RunRegistry } from './runs/registry.js';
-import { sendSummary, summaryOf } from './summary/send.js';
 import path from 'node:path';
-import { demo } from './demo.js';
 import { SIM_SCENARIO_NAMES, SIM_SCENARIOS, type SimScenarioName } from './sim/scenarios.js';
-import { simulate } from './sim/simulate.js';
 
 /** Exit statuses of SPEC 5. */
 export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
@@ -60,6 +56,7 @@ export function buildProgram(): Command {
       const singleRun = paths.length === 0 && opts.config === undefined;
       if (paths.length > 0) config.watch.roots = paths.map((p) => new URL(p, `file://${process.cwd()}/`).pathname);
       const log = createLogger(config.log);
+      const { Daemon } = await import('./app.js');
       const daemon = new Daemon({ config, log, singleRun });
       let stopping = false;
       const stop = (signal: string): void => {
@@ -188,6 +185,7 @@ export function buildProgram(): Command {
     .option('-c, --config <file>', 'configuration file (YAML)')
     .action(async (opts: { config?: string }) => {
       const config = configOrExit(opts.config);
+      const [{ buildNotifiers }, { newId }] = await Promise.all([import('./notifiers/index.js'), import('./alerting/dispatch.js')]);
       const notifiers = buildNotifiers(config);
       process.stdout.write('console: delivered\n');
       if (notifiers.length === 0) {
@@ -218,6 +216,7 @@ export function buildProgram(): Command {
       for (const p of problems) process.stderr.write(`barwatch: ${p}\n`);
       if (state === null) fail(`no state in ${config.stateDir}: run barwatch watch first (or pass --config with its state_dir)`);
       const runs = RunRegistry.from(state.runs, config.stats).all();
+      const [{ buildNotifiers }, { sendSummary, summaryOf }] = await Promise.all([import('./notifiers/index.js'), import('./summary/send.js')]);
       const s = summaryOf(config, runs, Date.now(), opts.send === true);
       if (opts.send !== true) {
         process.stdout.write(`${s.subject}\n\n${s.text}\n`);
@@ -248,6 +247,7 @@ export function buildProgram(): Command {
       if (speed !== null && !(speed > 0)) fail(`--speed must be a positive number of steps per second or 'max', not ${opts.speed}`);
       const dir = path.resolve(out);
       const t0 = Date.now();
+      const { simulate } = await import('./sim/simulate.js');
       await simulate(dir, { scenario: opts.scenario, seed, rounds, speed });
       const s = SIM_SCENARIOS[opts.scenario];
       process.stdout.write(`wrote ${rounds} round(s) of scenario ${opts.scenario} (${s.change}) to ${dir} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
@@ -263,6 +263,7 @@ export function buildProgram(): Command {
     .option('--keep', 'keep the simulated runs')
     .action(async (opts: { config?: string; fast?: boolean; seed: string; keep?: boolean }) => {
       const config = opts.config === undefined ? loadConfig(null) : configOrExit(opts.config);
+      const { demo } = await import('./demo.js');
       const r = await demo({ config, fast: opts.fast === true, seed: Number(opts.seed), out: process.stdout, keep: opts.keep === true });
       process.exitCode = r.first.length > 0 && r.second.length === 0 ? EXIT.ok : EXIT.findings;
     });
