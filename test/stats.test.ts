@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Curve, Ewma, History, RollingWindow, Summary } from '../src/runs/stats.js';
 import { normal, rng } from '../src/sim/random.js';
+import { RoundState } from '../src/runs/round.js';
+import { DEFAULT_STATS } from '../src/runs/series.js';
 
 /** The reference: the textbook two-pass mean and variance over the same values. */
 function twoPass(xs: number[]): { mean: number; variance: number } {
@@ -137,5 +139,35 @@ describe('bounded memory', () => {
     assert.ok(Math.abs(mean - sum / n) < 1e-9);
     assert.equal(j.buckets[0]!.firstStep, 0);
     assert.equal(j.buckets[j.buckets.length - 1]!.lastStep, n - 1);
+  });
+});
+
+describe('RoundState.apply', () => {
+  test('records whose names change place, appear and vanish land in the right series (slots remembered by place)', () => {
+    const round = new RoundState('selector', 1, DEFAULT_STATS);
+    const shapes = [['a', 'b'], ['b', 'a'], ['a', 'c'], ['c'], ['a', 'b', 'c'], ['a', 'b']];
+    const want = new Map<string, number[]>();
+    let step = 0;
+    for (let rep = 0; rep < 3; rep++) {
+      for (const shape of shapes) {
+        step++;
+        const values: Record<string, number> = {};
+        for (const name of shape) {
+          const v = step * 10 + name.charCodeAt(0);
+          values[name] = v;
+          want.set(name, [...(want.get(name) ?? []), v]);
+        }
+        round.apply({ kind: 'metrics', step, values }, step, 0, 'f');
+      }
+    }
+    // A second file writing `a` is counted as a duplicate, not mixed in.
+    round.apply({ kind: 'metrics', step: step + 1, values: { a: -1 } }, step + 1, 0, 'other');
+    assert.equal(round.duplicates, 1);
+    for (const [name, vs] of want) {
+      const s = round.series.get(name)!;
+      assert.equal(s.summary.n, vs.length, name);
+      assert.equal(s.summary.mean, vs.reduce((x, y) => x + y, 0) / vs.length, name);
+      assert.deepEqual(s.history.points().values, vs, name);
+    }
   });
 });

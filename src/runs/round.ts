@@ -21,6 +21,13 @@ export interface RoundJSON {
   series: Record<string, SeriesJSON>;
 }
 
+interface Slot {
+  stats: SeriesStats;
+  owner: string | undefined;
+}
+
+const NO_NAMES: string[] = [];
+
 export function roundKey(role: Role, round: number | null): string {
   return `${role}:${round ?? '-'}`;
 }
@@ -43,7 +50,10 @@ export class RoundState {
    */
   duplicates = 0;
   /** Per series: its statistics and the file that owns it (one lookup per value on the hot path). */
-  private readonly slots = new Map<string, { stats: SeriesStats; owner: string | undefined }>();
+  private readonly slots = new Map<string, Slot>();
+  /** The names of the last record applied, in order, and their slots (see apply). */
+  private readonly lastNames: string[] = [];
+  private readonly lastSlots: Slot[] = [];
   /** (step, arrival time) of recent steps: how often this round is written, as barwatch sees it. */
   arrivals = new History(64);
   /** (step, trainer time) of recent steps whose records carry a time. */
@@ -67,7 +77,7 @@ export class RoundState {
    * first time. `steps` counts distinct steps: a step past the highest seen so far.
    */
   apply(rec: MetricRecord, step: number, now: number, source: string): string[] {
-    const fresh: string[] = [];
+    let fresh: string[] = NO_NAMES;
     this.records++;
     if (this.lastStep === null || step > this.lastStep) {
       this.steps++;
@@ -81,19 +91,30 @@ export class RoundState {
     this.lastSeen = now;
     if (rec.time !== undefined) this.lastTime = rec.time;
     const values = rec.values;
+    // A file writes the same names in the same order line after line: the slot of the name at
+    // each place is remembered, and a name equal to the last one there (a pointer comparison of
+    // the parser's interned names) needs no map lookup.
+    const names = this.lastNames;
+    const placed = this.lastSlots;
+    let i = 0;
     for (const name in values) {
-      const slot = this.slots.get(name);
+      const at = i++;
+      let slot = names[at] === name ? placed[at] : undefined;
       if (slot === undefined) {
-        if (this.series.size >= this.opts.maxSeries) {
-          this.droppedSeries++;
-          continue;
+        slot = this.slots.get(name);
+        if (slot === undefined) {
+          if (this.series.size >= this.opts.maxSeries) {
+            this.droppedSeries++;
+            continue;
+          }
+          const stats = new SeriesStats(this.opts);
+          this.series.set(name, stats);
+          this.slots.set(name, (slot = { stats, owner: source }));
+          if (fresh === NO_NAMES) fresh = [];
+          fresh.push(name);
         }
-        const stats = new SeriesStats(this.opts);
-        this.series.set(name, stats);
-        this.slots.set(name, { stats, owner: source });
-        fresh.push(name);
-        stats.add(step, values[name]!);
-        continue;
+        names[at] = name;
+        placed[at] = slot;
       }
       // A state saved before owners were kept: the first file to write a series claims it.
       slot.owner ??= source;

@@ -38,6 +38,8 @@ export class RunState {
   rollouts: { k: number; role: Role; round: number | null } | null = null;
   /** The trainer said it finished. */
   finished = false;
+  /** The round the last metric record went to. */
+  private last: RoundState | null = null;
   /** Metric records read per format: the run's format is the one with most. */
   formats: Partial<Record<FormatId, number>> = {};
 
@@ -70,14 +72,15 @@ export class RunState {
     switch (rec.kind) {
       case 'metrics': {
         this.formats[ctx.format] = (this.formats[ctx.format] ?? 0) + 1;
-        const key = roundKey(ctx.role, ctx.round);
-        let round = this.rounds.get(key);
+        // Records come in runs from one file: the round of the last one usually serves again.
+        let round = this.last !== null && this.last.role === ctx.role && this.last.round === ctx.round ? this.last : this.rounds.get(roundKey(ctx.role, ctx.round));
         let created = false;
         if (round === undefined) {
           round = new RoundState(ctx.role, ctx.round, this.opts);
-          this.rounds.set(key, round);
+          this.rounds.set(round.key, round);
           created = true;
         }
+        this.last = round;
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
         const fresh = round.apply(rec, step, now, ctx.file);
         if (!created && fresh.length === 0) return null;
