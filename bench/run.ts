@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark in turn, each printing its table and writing
- * bench/results/<name>.json (about 9 minutes on 2 cores; 532 s on the slow machine of 2026-12-01). One benchmark: node dist/bench/<name>.js
+ * bench/results/<name>.json (about 9.5 minutes on the slow 2-core machine of 2026-12-01). One benchmark: node dist/bench/<name>.js
  */
 const t0 = Date.now();
 for (const name of ['ingest', 'latency', 'idle', 'memory', 'heap']) {
