@@ -10,6 +10,10 @@ import { DETECTORS } from '../src/detectors/index.js';
 import { standardError } from '../src/detectors/low-rollouts.js';
 import { DETECTOR_IDS } from '../src/config/schema.js';
 import { FilterStats } from '../src/runs/filter.js';
+import { DetectorEngine } from '../src/detectors/engine.js';
+import type { Detector } from '../src/detectors/types.js';
+import { RunState } from '../src/runs/run.js';
+import { DEFAULT_STATS } from '../src/runs/series.js';
 import { confusion, runScenario } from './helpers/confusion.js';
 import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
 
@@ -97,4 +101,43 @@ describe('findings carry evidence and a recommendation from the run', () => {
 
 test('the detector list and the config ids agree (SPEC 6 contract)', () => {
   assert.deepEqual(DETECTORS.map((d) => d.id).sort(), [...DETECTOR_IDS].sort());
+});
+
+describe('engine', () => {
+  test('a time-based detector is judged by the clock, and on a record only while its finding holds (the record resolves it)', () => {
+    let calls = 0;
+    let silent = false;
+    const clock: Detector = {
+      id: 'stale-run',
+      description: 'test',
+      defaults: { enabled: true, severity: 'warning' },
+      every: () => 1,
+      scope: 'run',
+      timeBased: true,
+      detect: () => {
+        calls++;
+        return silent ? [{ severity: 'warning', round: null, step: null, message: 'silent', evidence: {}, recommendation: null }] : [];
+      },
+    };
+    const engine = new DetectorEngine({}, [clock]);
+    const run = new RunState('/runs/r', DEFAULT_STATS);
+    const ctx = { now: 0, live: true, final: false };
+    const record = (step: number): void => void run.apply({ kind: 'metrics', step, values: { boundary: 0.5 } }, { role: 'selector', round: 1, format: 'reward-history', file: 'f' }, 0);
+    for (let s = 1; s <= 50; s++) {
+      record(s);
+      assert.deepEqual(engine.onRecord(run, ctx), []);
+    }
+    assert.equal(calls, 0);
+    silent = true;
+    assert.deepEqual(engine.evaluate(run, ctx, true).map((t) => t.kind), ['firing']);
+    silent = false;
+    record(51);
+    assert.deepEqual(engine.onRecord(run, ctx).map((t) => t.kind), ['resolved']);
+    const after = calls;
+    for (let s = 52; s <= 60; s++) {
+      record(s);
+      engine.onRecord(run, ctx);
+    }
+    assert.equal(calls, after);
+  });
 });
