@@ -4,7 +4,9 @@ import { BarragSelectorDebugParser } from '../src/parsers/barrag-debug.js';
 import { BarragGeneratorDebugParser } from '../src/parsers/barrag-generator-debug.js';
 import { classifyFile } from '../src/parsers/index.js';
 import { parseJsonLenient } from '../src/parsers/json.js';
-import { canonicalKey, Flattener, flattenValues } from '../src/parsers/keys.js';
+import { canonicalKey, Flattener, flattenValues, ShapedRecord } from '../src/parsers/keys.js';
+import { RoundState } from '../src/runs/round.js';
+import { DEFAULT_STATS } from '../src/runs/series.js';
 import { parsePythonLiteral } from '../src/parsers/pydict.js';
 import { RewardHistoryParser } from '../src/parsers/reward-history.js';
 import { readRunSettings, RunConfigParser } from '../src/parsers/run-config.js';
@@ -348,5 +350,41 @@ describe('file classification', () => {
     assert.equal(classifyFile('/r/model.safetensors'), null);
     assert.equal(classifyFile('/r/metrics', '{"step": 1}'), 'jsonl');
     assert.equal(classifyFile('/r/state', '{\n "log_history": []}'), 'trainer-state');
+  });
+});
+
+describe('reward_history.jsonl read through the learned shape', () => {
+  test('the statistics equal those of the same records given as values objects (reorders, aliases on one line, nesting, strings, NaN)', () => {
+    const lines = [
+      '{"step": 1, "boundary": 0.5, "format": 1, "time": "2026-11-29T10:00:00Z"}',
+      '{"step": 2, "boundary": 0.6, "format": 0, "time": "2026-11-29T10:00:01Z"}',
+      '{"step": 3, "boundary": 0.61, "format": 0.5, "time": "2026-11-29T10:00:02Z"}',
+      '{"step": 4, "format": 1, "boundary": 0.7}',
+      '{"step": 5, "format": 0, "boundary": 0.72}',
+      '{"step": 6, "boundary": 0.1, "bdy": 0.2, "format": 1}',
+      '{"step": 7, "boundary": 0.3, "bdy": 0.4, "format": 1}',
+      '{"step": 8, "boundary": "0.8", "format": 1}',
+      '{"step": 9, "rewards": {"bdy": 0.4, "fmt": 1}}',
+      '{"step": 10, "boundary": NaN, "format": 1}',
+      '{"step": 11, "boundary": 0.5, "format": 1, "accuracy": 0.4}',
+      '{"step": 12, "boundary": 0.55, "format": 1, "accuracy": 0.45}',
+      '{"step": 13, "data": {"reward/boundary": 0.4, "acc": 0.3}}',
+      '{"step": 14, "data": {"reward/boundary": 0.45, "acc": 0.35}}',
+    ];
+    const parser = new RewardHistoryParser(opts);
+    const shaped = new RoundState('selector', 1, DEFAULT_STATS);
+    const plain = new RoundState('selector', 1, DEFAULT_STATS);
+    let throughShape = 0;
+    for (const line of lines) {
+      const r = metric(parser.line(line));
+      if (r instanceof ShapedRecord) throughShape++;
+      shaped.apply(r, r.step!, 0, 'f');
+      plain.apply({ kind: 'metrics', step: r.step, values: { ...r.values }, ...(r.time !== undefined ? { time: r.time } : {}) }, r.step!, 0, 'f');
+    }
+    assert.ok(throughShape >= 5, `${throughShape} records read through the shape`);
+    assert.deepEqual(shaped.toJSON(), plain.toJSON());
+    // One boundary value per line (two keys folding onto it keep the last, once), NaN counted apart.
+    assert.equal(shaped.series.get('boundary')!.summary.n, 13);
+    assert.equal(shaped.series.get('boundary')!.nonfinite.count, 1);
   });
 });

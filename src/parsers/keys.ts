@@ -2,7 +2,7 @@
  * Series names. Trainers spell the same quantity many ways (SPEC 3.2); barwatch folds the known
  * spellings of the reward components onto one canonical name and keeps every other key verbatim.
  */
-import type { Component } from './types.js';
+import type { Component, MetricRecord } from './types.js';
 
 const ALIASES: Record<string, string> = {
   boundary: 'boundary', bdy: 'boundary', unc: 'boundary', unc_reward: 'boundary',
@@ -128,11 +128,45 @@ export function flattenValues(
   return out;
 }
 
+/** The series name of each key of a flat record, in order; null for a key that is not a series. */
+export type Shape = readonly (string | null)[];
+
+/**
+ * A metric record read through a learned shape: the parsed object and its shape, with no object
+ * of values built for it. The statistics read `raw` through `shape` (RoundState.apply); anything
+ * else asks for `values`, built on first use.
+ */
+export class ShapedRecord implements MetricRecord {
+  readonly kind = 'metrics';
+  declare time?: number;
+  private built: Record<string, number> | null = null;
+
+  constructor(
+    readonly step: number,
+    readonly raw: Readonly<Record<string, unknown>>,
+    readonly shape: Shape,
+  ) {}
+
+  get values(): Record<string, number> {
+    if (this.built === null) {
+      const out: Record<string, number> = {};
+      let i = 0;
+      for (const key in this.raw) {
+        const name = this.shape[i++];
+        if (name !== null && name !== undefined) out[name] = this.raw[key] as number;
+      }
+      this.built = out;
+    }
+    return this.built;
+  }
+}
+
 /**
  * flattenValues for a stream of records that mostly share one flat shape (a reward_history.jsonl
  * writes the same keys in the same order on every line): the shape of the last flat record is
  * kept, and a record with the same keys in the same order whose leaves are numbers is read
- * without re-deriving any name. Anything else goes through flattenValues, with the same result.
+ * through it without re-deriving any name (`matches`, then `shape`). Anything else goes through
+ * flattenValues, with the same result.
  */
 export class Flattener {
   private keys: string[] = [];
@@ -144,31 +178,33 @@ export class Flattener {
     private readonly skip: ReadonlySet<string>,
   ) {}
 
-  flatten(obj: Record<string, unknown>): Record<string, number> {
-    return this.known(obj) ?? this.learn(obj);
+  /** The shape learned last (a new array each time it changes: a record may keep it). */
+  get shape(): Shape {
+    return this.names;
   }
 
-  private known(obj: Record<string, unknown>): Record<string, number> | null {
+  flatten(obj: Record<string, unknown>): Record<string, number> {
+    return this.matches(obj) ? new ShapedRecord(0, obj, this.names).values : this.learn(obj);
+  }
+
+  /** Whether `obj` has the learned shape's keys in its order, with numbers where it reads series. */
+  matches(obj: Record<string, unknown>): boolean {
     const keys = this.keys;
     const names = this.names;
-    const out: Record<string, number> = {};
     let i = 0;
     for (const key in obj) {
-      if (keys[i] !== key) return null;
-      const name = names[i++]!;
-      if (name === null) continue;
-      const v = obj[key];
-      if (typeof v !== 'number') return null;
-      out[name] = v;
+      if (keys[i] !== key) return false;
+      if (names[i++] !== null && typeof obj[key] !== 'number') return false;
     }
-    return i === keys.length ? out : null;
+    return i === keys.length && i > 0;
   }
 
   /**
    * A flat record (number leaves, skipped keys) becomes the new shape and is read in the same
    * pass; any other (nested, strings, nulls) goes to flattenValues and leaves the shape as it was.
+   * The shape is a new array each time (a ShapedRecord keeps the one it was read with).
    */
-  private learn(obj: Record<string, unknown>): Record<string, number> {
+  learn(obj: Record<string, unknown>): Record<string, number> {
     const keys: string[] = [];
     const names: (string | null)[] = [];
     const out: Record<string, number> = {};
@@ -184,8 +220,11 @@ export class Flattener {
       names.push(name);
       out[name] = v;
     }
-    this.keys = keys;
-    this.names = names;
+    // Two keys folding onto one name (`bdy` and `boundary`): the object keeps the last value, which
+    // reading through the shape would not; such a record is never read through it.
+    const shapeable = Object.keys(out).length === names.filter((n) => n !== null).length;
+    this.keys = shapeable ? keys : [];
+    this.names = shapeable ? names : [];
     return out;
   }
 }

@@ -1,4 +1,5 @@
 /** One round of one role in one run (e.g. selector round 2): its steps and its series. */
+import { ShapedRecord } from '../parsers/keys.js';
 import type { MetricRecord, Role } from '../parsers/types.js';
 import { SeriesStats, type SeriesJSON, type StatsOptions } from './series.js';
 import { History, type HistoryJSON } from './stats.js';
@@ -90,40 +91,51 @@ export class RoundState {
     this.firstSeen ??= now;
     this.lastSeen = now;
     if (rec.time !== undefined) this.lastTime = rec.time;
-    const values = rec.values;
-    // A file writes the same names in the same order line after line: the slot of the name at
-    // each place is remembered, and a name equal to the last one there (a pointer comparison of
-    // the parser's interned names) needs no map lookup.
-    const names = this.lastNames;
-    const placed = this.lastSlots;
-    let i = 0;
-    for (const name in values) {
-      const at = i++;
-      let slot = names[at] === name ? placed[at] : undefined;
-      if (slot === undefined) {
-        slot = this.slots.get(name);
-        if (slot === undefined) {
-          if (this.series.size >= this.opts.maxSeries) {
-            this.droppedSeries++;
-            continue;
-          }
-          const stats = new SeriesStats(this.opts);
-          this.series.set(name, stats);
-          this.slots.set(name, (slot = { stats, owner: source }));
-          if (fresh === NO_NAMES) fresh = [];
-          fresh.push(name);
-        }
-        names[at] = name;
-        placed[at] = slot;
+    let at = 0;
+    if (rec instanceof ShapedRecord) {
+      // Read through the parser's shape: no values object was built for this record.
+      const { raw, shape } = rec;
+      let k = 0;
+      for (const key in raw) {
+        const name = shape[k++];
+        if (name === null || name === undefined) continue;
+        fresh = this.add(at++, name, raw[key] as number, step, source, fresh);
       }
-      // A state saved before owners were kept: the first file to write a series claims it.
-      slot.owner ??= source;
-      if (slot.owner !== source) {
-        this.duplicates++;
-        continue;
-      }
-      slot.stats.add(step, values[name]!);
+    } else {
+      const values = rec.values;
+      for (const name in values) fresh = this.add(at++, name, values[name]!, step, source, fresh);
     }
+    return fresh;
+  }
+
+  /**
+   * One value of the series `name`, the `at`-th of its record. A file writes the same names in
+   * the same order line after line: the slot of the name at each place is remembered, and a name
+   * equal to the last one there (a pointer comparison of interned names) needs no map lookup.
+   * Returns `fresh`, with `name` added when the series is new.
+   */
+  private add(at: number, name: string, value: number, step: number, source: string, fresh: string[]): string[] {
+    let slot = this.lastNames[at] === name ? this.lastSlots[at] : undefined;
+    if (slot === undefined) {
+      slot = this.slots.get(name);
+      if (slot === undefined) {
+        if (this.series.size >= this.opts.maxSeries) {
+          this.droppedSeries++;
+          return fresh;
+        }
+        const stats = new SeriesStats(this.opts);
+        this.series.set(name, stats);
+        this.slots.set(name, (slot = { stats, owner: source }));
+        if (fresh === NO_NAMES) fresh = [];
+        fresh.push(name);
+      }
+      this.lastNames[at] = name;
+      this.lastSlots[at] = slot;
+    }
+    // A state saved before owners were kept: the first file to write a series claims it.
+    slot.owner ??= source;
+    if (slot.owner !== source) this.duplicates++;
+    else slot.stats.add(step, value);
     return fresh;
   }
 
