@@ -8,6 +8,23 @@ import { REAL_LOGS, REAL_LOGS_SKIP } from './helpers/fs.js';
 
 const real = (name: string): string => path.join(REAL_LOGS, name);
 
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** What the BAR-RAG selector debug sample in ../shared says, read with plain regexes. */
+function debugLog() {
+  const text = readFileSync(real('barrag-debug/selector_reward_debug_7595.log'), 'utf8');
+  const num = (re: RegExp): number => Number(re.exec(text)![1]);
+  const weights = /total = ([\d.]+)\*[\d.]+ \+ ([\d.]+)\*/.exec(text)!;
+  return {
+    first: (key: string): number => num(new RegExp(`\\b${key}=([-\\d.]+)`)),
+    finals: [...text.matchAll(/FINAL REWARD: ([-\d.]+)/g)].map((m) => Number(m[1])),
+    formatValid: [...text.matchAll(/format_valid=(True|False)/g)].map((m) => (m[1] === 'True' ? 1 : 0)),
+    k: num(/ROLLOUTS \(K=(\d+)\)/),
+    center: num(/center=([\d.]+)/),
+    weights: [Number(weights[1]), Number(weights[2])],
+  };
+}
+
 const HEALTHY = ['verl-console-ppo-gsm8k-healthy.log', 'trl-grpo-text2sql-trainer_state-healthy.json', 'trl-console-grpo-healthy.log'];
 
 function one(name: string, wantStatus = 0) {
@@ -92,17 +109,20 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     const r = run.rounds[0]!;
     assert.equal(r.role, 'selector');
     assert.equal(r.steps, 1);
+    // Every expectation comes from the log itself (read from ../shared, its values not copied here).
+    const log = debugLog();
     const v = (k: string): number | null => r.series[k]!.mean;
-    assert.equal(v('boundary'), 0.8333);
-    assert.equal(v('relevance'), 0.0683);
-    assert.equal(v('format'), 0);
-    assert.equal(v('count'), 1);
-    assert.equal(v('accuracy'), 0.5);
-    // Two samples: -0.1530 and the FORMAT INVALID one, 0.0.
-    assert.equal(v('total'), -0.0765);
-    assert.equal(v('format_valid'), 0.5);
-    assert.equal(run.rollouts?.k, 4);
-    assert.deepEqual(run.settings, { targetAccuracy: 0.6, weights: { boundary: 1, relevance: 0.2 } });
+    assert.equal(v('boundary'), log.first('unc_reward'));
+    assert.equal(v('relevance'), log.first('rel_reward'));
+    assert.equal(v('format'), log.first('format_bonus'));
+    assert.equal(v('count'), log.first('count_penalty'));
+    assert.equal(v('accuracy'), log.first('accuracy'));
+    // Two samples: the computed one and the FORMAT INVALID one.
+    assert.equal(log.finals.length, 2);
+    assert.equal(v('total'), Number(mean(log.finals).toFixed(4)));
+    assert.equal(v('format_valid'), mean(log.formatValid));
+    assert.equal(run.rollouts?.k, log.k);
+    assert.deepEqual(run.settings, { targetAccuracy: log.center, weights: { boundary: log.weights[0], relevance: log.weights[1] } });
   });
 
   test('BAR-RAG generator debug log', () => {
@@ -134,7 +154,8 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     const run = one('barrag-debug/selector_reward_debug_7595.log', 1);
     const f = run.findings as { detector: string; evidence: Record<string, unknown> }[];
     assert.deepEqual(f.map((x) => x.detector), ['low-rollouts']);
-    assert.equal(f[0]!.evidence['standard_error'], 0.2449);
+    const log = debugLog();
+    assert.equal(f[0]!.evidence['standard_error'], Number(Math.sqrt((log.center * (1 - log.center)) / log.k).toFixed(4)));
   });
 
   test('the whole folder in one call: one document, every file read, nothing malformed', () => {
