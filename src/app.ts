@@ -408,7 +408,8 @@ export class Daemon {
     try {
       await writeAtomic(this.statePath, p.statePieces(this.alerting !== null ? { alerting: this.alerting.toJSON() } : {}));
       this.savedMark = mark;
-      this.lastSave = { ms: performance.now() - start, endedAt: performance.now() };
+      const end = performance.now();
+      this.lastSave = { ms: end - start, endedAt: end };
       if (this.checkpointError !== null) {
         this.log.info({ stateDir: this.opts.config.stateDir }, 'state saved again');
         this.checkpointError = null;

@@ -165,7 +165,7 @@ export class ShapedRecord implements MetricRecord {
  * flattenValues for a stream of records that mostly share one flat shape (a reward_history.jsonl
  * writes the same keys in the same order on every line): the shape of the last flat record is
  * kept, and a record with the same keys in the same order whose leaves are numbers is read
- * through it without re-deriving any name (`matches`, then `shape`). Anything else goes through
+ * through it without re-deriving any name (a ShapedRecord). Anything else goes through
  * flattenValues, with the same result.
  */
 export class Flattener {
@@ -178,17 +178,13 @@ export class Flattener {
     private readonly skip: ReadonlySet<string>,
   ) {}
 
-  /** The shape learned last (a new array each time it changes: a record may keep it). */
-  get shape(): Shape {
-    return this.names;
-  }
-
-  flatten(obj: Record<string, unknown>): Record<string, number> {
-    return this.matches(obj) ? new ShapedRecord(0, obj, this.names).values : this.learn(obj);
+  /** The metric record of `obj` at `step`: read through the shape when it matches, else flattened (and learned). */
+  record(step: number, obj: Record<string, unknown>): MetricRecord {
+    return this.matches(obj) ? new ShapedRecord(step, obj, this.names) : { kind: 'metrics', step, values: this.learn(obj) };
   }
 
   /** Whether `obj` has the learned shape's keys in its order, with numbers where it reads series. */
-  matches(obj: Record<string, unknown>): boolean {
+  private matches(obj: Record<string, unknown>): boolean {
     const keys = this.keys;
     const names = this.names;
     let i = 0;
@@ -204,7 +200,7 @@ export class Flattener {
    * pass; any other (nested, strings, nulls) goes to flattenValues and leaves the shape as it was.
    * The shape is a new array each time (a ShapedRecord keeps the one it was read with).
    */
-  learn(obj: Record<string, unknown>): Record<string, number> {
+  private learn(obj: Record<string, unknown>): Record<string, number> {
     const keys: string[] = [];
     const names: (string | null)[] = [];
     const out: Record<string, number> = {};

@@ -4,7 +4,7 @@
  * (verl's file logger, see verl-jsonl.ts). The parser reports which of the two the file is.
  */
 import { parseJsonLenient } from './json.js';
-import { Flattener, ShapedRecord, toNumber } from './keys.js';
+import { Flattener, toNumber } from './keys.js';
 import { unwrapVerlRecord } from './verl-jsonl.js';
 import type { FormatId, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
 import { NOTHING } from './types.js';
@@ -40,8 +40,8 @@ export function readJsonRecord(
   const rec = unwrapped ?? (obj as Record<string, unknown>);
   const step = toNumber(rec['step'] ?? rec['global_step'] ?? rec['_step']);
   if (step === undefined || !Number.isFinite(step)) return { error: 'no numeric "step"' };
-  // The common line (the keys of the line before, numbers): read through the shape, no values object.
-  const record: MetricRecord = flattener.matches(rec) ? new ShapedRecord(step, rec, flattener.shape) : { kind: 'metrics', step, values: flattener.learn(rec) };
+  // The common line (the keys of the line before, numbers) is read through the shape: no values object.
+  const record = flattener.record(step, rec);
   const time = parseTime(rec['time'] ?? rec['timestamp']);
   if (time !== undefined) record.time = time;
   return { record, wrapped };

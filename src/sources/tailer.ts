@@ -267,7 +267,14 @@ export class FileTailer {
         this.skipping = false;
       } else {
         // A line inside the chunk is decoded in place; one that began in an earlier chunk is joined first.
-        const [buf, from, to] = this.pendingLen === 0 ? [chunk, start, nl] : [Buffer.concat([...this.pending, chunk.subarray(start, nl)], lineLen), 0, lineLen];
+        let buf = chunk;
+        let from = start;
+        let to = nl;
+        if (this.pendingLen > 0) {
+          buf = Buffer.concat([...this.pending, chunk.subarray(start, nl)], lineLen);
+          from = 0;
+          to = lineLen;
+        }
         if (this.fp === null && lineStart === 0) this.setFingerprint(buf.subarray(from, to));
         lines.push(decode(buf, from, to));
       }
