@@ -1,6 +1,17 @@
 /** What every benchmark shares: arguments, repetitions, medians, tables and the results folder. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, createReadStream, mkdirSync, openSync, readFileSync, readSync, statSync, watch, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  createReadStream,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+  watch,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 

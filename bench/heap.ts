@@ -27,7 +27,15 @@ async function measure(): Promise<void> {
   try {
     const cfg = loadConfig(null);
     const engine = new DetectorEngine(cfg.detectors);
-    const p = new Pipeline({ parser: cfg.parser, tail: cfg.tail, stats: cfg.stats, now: Date.now, log: silentLogger(), engine, live: true });
+    const p = new Pipeline({
+      parser: cfg.parser,
+      tail: cfg.tail,
+      stats: cfg.stats,
+      now: Date.now,
+      log: silentLogger(),
+      engine,
+      live: true,
+    });
     const files = Array.from({ length: runs }, (_, r) => {
       const f = path.join(dir, `run${r}`, 'outputs', 'selector_round1', 'reward_history.jsonl');
       mkdirSync(path.dirname(f), { recursive: true });

@@ -17,7 +17,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { arg, followNewBytes, jsonlLine, report, usage, Watcher } from './common.js';
 
-const FILES = ['selector_round1/reward_history.jsonl', 'selector_round1/train.log', 'generator_round1/reward_history.jsonl', 'generator_round1/train.log'];
+const FILES = [
+  'selector_round1/reward_history.jsonl',
+  'selector_round1/train.log',
+  'generator_round1/reward_history.jsonl',
+  'generator_round1/train.log',
+];
 
 function bareReader(files: string[]): void {
   let lines = 0;
@@ -42,7 +47,11 @@ async function write(files: string[], perSecond: number, seconds: number, from: 
   return step;
 }
 
-async function sample(pid: number, seconds: number, during?: Promise<unknown>): Promise<{ cpuPct: number; rssStart: number; rssEnd: number }> {
+async function sample(
+  pid: number,
+  seconds: number,
+  during?: Promise<unknown>,
+): Promise<{ cpuPct: number; rssStart: number; rssEnd: number }> {
   const a = usage(pid);
   const t0 = Date.now();
   if (during !== undefined) await during;
@@ -92,7 +101,11 @@ export async function main(): Promise<void> {
     bare.kill();
 
     const mb = (x: number): string => (x / 1e6).toFixed(0);
-    const row = (name: string, s: { cpuPct: number; rssStart: number; rssEnd: number }): string[] => [name, s.cpuPct.toFixed(2), `${mb(s.rssStart)} -> ${mb(s.rssEnd)}`];
+    const row = (name: string, s: { cpuPct: number; rssStart: number; rssEnd: number }): string[] => [
+      name,
+      s.cpuPct.toFixed(2),
+      `${mb(s.rssStart)} -> ${mb(s.rssEnd)}`,
+    ];
     report(
       'idle',
       `Cost of watching ${runs} runs x ${FILES.length} files (${all.length} files): barwatch idle ${seconds} s from ${SETTLE_MS / 1000} s after its catch-up, busy ${half} s; bare reader ${third} s each (CPU in % of one core, RSS in MB)`,
@@ -103,7 +116,18 @@ export async function main(): Promise<void> {
         row('bare fs.watch reader, nothing written', bareIdle),
         row(`bare fs.watch reader, ${runs * 20} lines/s`, bareBusy),
       ],
-      { runs, files: all.length, seconds, settleSeconds: SETTLE_MS / 1000, busySeconds: half, bareSeconds: third, idle, busy, bareIdle, bareBusy },
+      {
+        runs,
+        files: all.length,
+        seconds,
+        settleSeconds: SETTLE_MS / 1000,
+        busySeconds: half,
+        bareSeconds: third,
+        idle,
+        busy,
+        bareIdle,
+        bareBusy,
+      },
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

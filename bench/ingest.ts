@@ -27,7 +27,12 @@ function analyzeSteps(dir: string): number {
 
 const HAVE_JQ = spawnSync('jq', ['--version']).status === 0;
 
-async function measure(kind: 'jsonl' | 'text', lines: number, reps: number, dir: string): Promise<{ rows: string[][]; data: Record<string, unknown> }> {
+async function measure(
+  kind: 'jsonl' | 'text',
+  lines: number,
+  reps: number,
+  dir: string,
+): Promise<{ rows: string[][]; data: Record<string, unknown> }> {
   const run = path.join(dir, kind);
   const file = path.join(run, 'outputs', 'selector_round1', kind === 'jsonl' ? 'reward_history.jsonl' : 'train.log');
   appendLines(file, 1, lines, kind === 'jsonl' ? jsonlLine : verlLine);
@@ -58,7 +63,10 @@ async function measure(kind: 'jsonl' | 'text', lines: number, reps: number, dir:
     (b.median / s.median).toFixed(2),
   ];
   const what = kind === 'jsonl' ? 'reward_history.jsonl' : 'verl console log';
-  const rows = [row(`${what}: bare loop (${kind === 'jsonl' ? 'JSON.parse' : 'one regex'} per line)`, b), row(`${what}: barwatch analyze (whole process)`, spread(times['barwatch']!))];
+  const rows = [
+    row(`${what}: bare loop (${kind === 'jsonl' ? 'JSON.parse' : 'one regex'} per line)`, b),
+    row(`${what}: barwatch analyze (whole process)`, spread(times['barwatch']!)),
+  ];
   if (times['jq']!.length > 0) rows.push(row(`${what}: jq -c .`, spread(times['jq']!)));
   return { rows, data: { kind, lines, bytes, reps, seconds: times } };
 }

@@ -16,7 +16,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { arg, BIN, followNewBytes, quantile, report } from './common.js';
 
-const GOOD = '{"step": 1, "boundary": 0.5, "relevance": 0.3, "format": 1, "count": 0}\n{"step": 2, "boundary": 0.52, "relevance": 0.3, "format": 1, "count": 0}\n';
+const GOOD =
+  '{"step": 1, "boundary": 0.5, "relevance": 0.3, "format": 1, "count": 0}\n{"step": 2, "boundary": 0.52, "relevance": 0.3, "format": 1, "count": 0}\n';
 const BAD = '{"step": 3, "boundary": NaN, "relevance": 0.3, "format": 1, "count": 0}\n';
 
 /** The receiver: resolves the waiter of the run a post names. */
@@ -52,7 +53,14 @@ function bareReader(files: string[], url: string): void {
   process.send!('ready');
 }
 
-async function measure(label: string, files: string[], start: () => Promise<ChildProcess>, rx: Awaited<ReturnType<typeof receiver>>, pauseMs: number, diagnose?: (id: string) => string): Promise<number[]> {
+async function measure(
+  label: string,
+  files: string[],
+  start: () => Promise<ChildProcess>,
+  rx: Awaited<ReturnType<typeof receiver>>,
+  pauseMs: number,
+  diagnose?: (id: string) => string,
+): Promise<number[]> {
   const child = await start();
   const out: number[] = [];
   try {
@@ -62,7 +70,8 @@ async function measure(label: string, files: string[], start: () => Promise<Chil
       const t0 = performance.now();
       appendFileSync(f, BAD);
       const t = await Promise.race([arrived, sleep(30_000).then(() => NaN)]);
-      if (Number.isNaN(t)) throw new Error(`${label}: no alert for run ${id} within 30 s${diagnose === undefined ? '' : `\n${diagnose(id)}`}`);
+      if (Number.isNaN(t))
+        throw new Error(`${label}: no alert for run ${id} within 30 s${diagnose === undefined ? '' : `\n${diagnose(id)}`}`);
       out.push(t - t0);
       await sleep(pauseMs);
     }
@@ -99,7 +108,10 @@ export async function main(): Promise<void> {
     const files = make(path.join(dir, 'runs'));
     let daemonLog = '';
     const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, `state_dir: ${dir}/state\nalerting: {group_wait: 0s, group_interval: 0s}\nnotify:\n  slack: {webhook_url: "${rx.url}/hook"}\nlog: {level: info, format: json}\n`);
+    writeFileSync(
+      cfg,
+      `state_dir: ${dir}/state\nalerting: {group_wait: 0s, group_interval: 0s}\nnotify:\n  slack: {webhook_url: "${rx.url}/hook"}\nlog: {level: info, format: json}\n`,
+    );
     const ours = await measure(
       'barwatch watch',
       files,
@@ -122,9 +134,20 @@ export async function main(): Promise<void> {
       },
       rx,
       5,
-      (id) => daemonLog.split('\n').filter((l) => l.includes(`run-${id}`) || l.includes('"level":50') || l.includes('"level":40')).slice(-20).join('\n'),
+      (id) =>
+        daemonLog
+          .split('\n')
+          .filter((l) => l.includes(`run-${id}`) || l.includes('"level":50') || l.includes('"level":40'))
+          .slice(-20)
+          .join('\n'),
     );
-    const row = (name: string, xs: number[]): string[] => [name, String(xs.length), quantile(xs, 0.5).toFixed(1), quantile(xs, 0.99).toFixed(1), Math.max(...xs).toFixed(1)];
+    const row = (name: string, xs: number[]): string[] => [
+      name,
+      String(xs.length),
+      quantile(xs, 0.5).toFixed(1),
+      quantile(xs, 0.99).toFixed(1),
+      Math.max(...xs).toFixed(1),
+    ];
     report(
       'latency',
       `Alert latency, write() of the line completing a finding to the post at a loopback webhook, ${n} appends to ${n} runs (ms)`,
@@ -132,7 +155,9 @@ export async function main(): Promise<void> {
       [row('bare fs.watch reader', bare), row('barwatch watch (detector, alerting, outbox, Slack notifier)', ours)],
       { bare, barwatch: ours },
     );
-    console.log(`p99 difference: ${(quantile(ours, 0.99) - quantile(bare, 0.99)).toFixed(1)} ms (target: within 50 ms); alerts later than 1 s: barwatch ${ours.filter((x) => x > 1000).length}, bare reader ${bare.filter((x) => x > 1000).length}\n`);
+    console.log(
+      `p99 difference: ${(quantile(ours, 0.99) - quantile(bare, 0.99)).toFixed(1)} ms (target: within 50 ms); alerts later than 1 s: barwatch ${ours.filter((x) => x > 1000).length}, bare reader ${bare.filter((x) => x > 1000).length}\n`,
+    );
   } finally {
     rx.close();
     rmSync(dir, { recursive: true, force: true });

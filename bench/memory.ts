@@ -60,9 +60,18 @@ export async function main(): Promise<void> {
       ['measure', 'value'],
       [
         [`RSS after ${(runs * first) / 1e6}M records`, `${mb(after1.rss)} MB (V8 heap in use ${mb(heap1)} MB)`],
-        [`RSS after ${(runs * total) / 1e6}M records`, `${mb(after10.rss)} MB, ${((100 * (after10.rss - after1.rss)) / after1.rss).toFixed(1)}% growth (V8 heap in use ${mb(heap10)} MB, ${((100 * (heap10 - heap1)) / heap1).toFixed(1)}% growth)`],
-        ['catch-up: barwatch watch, start to current (status seen)', `${catchUp.toFixed(1)} s (${((runs * total) / catchUp).toFixed(0)} lines/s), RSS then ${mb(peak.rss)} MB`],
-        ['catch-up: bare loop over the same files', `${bare.toFixed(1)} s (${((runs * total) / bare).toFixed(0)} lines/s); ratio ${(bare / catchUp).toFixed(2)}`],
+        [
+          `RSS after ${(runs * total) / 1e6}M records`,
+          `${mb(after10.rss)} MB, ${((100 * (after10.rss - after1.rss)) / after1.rss).toFixed(1)}% growth (V8 heap in use ${mb(heap10)} MB, ${((100 * (heap10 - heap1)) / heap1).toFixed(1)}% growth)`,
+        ],
+        [
+          'catch-up: barwatch watch, start to current (status seen)',
+          `${catchUp.toFixed(1)} s (${((runs * total) / catchUp).toFixed(0)} lines/s), RSS then ${mb(peak.rss)} MB`,
+        ],
+        [
+          'catch-up: bare loop over the same files',
+          `${bare.toFixed(1)} s (${((runs * total) / bare).toFixed(0)} lines/s); ratio ${(bare / catchUp).toFixed(2)}`,
+        ],
       ],
       { runs, first, total, bytes, rss1: after1.rss, rss10: after10.rss, heap1, heap10, catchUp, bare, peakRss: peak.rss },
     );

@@ -23,9 +23,15 @@ for (const file of files) {
       const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
       const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
       const named = (node as ts.FunctionLikeDeclaration).name;
-      const name = named !== undefined ? named.getText(sf) : ts.isArrowFunction(node) && ts.isVariableDeclaration(node.parent) ? node.parent.name.getText(sf) : '(anonymous)';
+      const name =
+        named !== undefined
+          ? named.getText(sf)
+          : ts.isArrowFunction(node) && ts.isVariableDeclaration(node.parent)
+            ? node.parent.name.getText(sf)
+            : '(anonymous)';
       // Test callbacks are whole scenarios, not functions a reader must hold in mind at once.
-      if (!rel.startsWith('test/') || !ts.isCallExpression(node.parent)) functions.push({ name: `${rel}:${start + 1} ${name}`, lines: end - start + 1 });
+      if (!rel.startsWith('test/') || !ts.isCallExpression(node.parent))
+        functions.push({ name: `${rel}:${start + 1} ${name}`, lines: end - start + 1 });
     }
     ts.forEachChild(node, visit);
   };
@@ -36,5 +42,10 @@ long.sort((a, b) => b[1] - a[1]);
 functions.sort((a, b) => b.lines - a.lines);
 const cycles = folderCycles(folderGraph(path.join(root, 'src')));
 process.stdout.write(`files over 300 lines: ${long.length}\n${long.map(([f, n]) => `  ${n} ${f}`).join('\n')}\n`);
-process.stdout.write(`longest functions:\n${functions.slice(0, 8).map((f) => `  ${f.lines} ${f.name}`).join('\n')}\n`);
+process.stdout.write(
+  `longest functions:\n${functions
+    .slice(0, 8)
+    .map((f) => `  ${f.lines} ${f.name}`)
+    .join('\n')}\n`,
+);
 process.stdout.write(`import cycles between folders of src/: ${cycles.length}\n${cycles.map((c) => `  ${c.join(' -> ')}`).join('\n')}\n`);

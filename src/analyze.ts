@@ -29,7 +29,9 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
     throw new InputError(`${e.path ?? paths.join(', ')}: ${e.code === 'ENOENT' ? 'no such file or folder' : `cannot read (${e.code})`}`);
   }
   if (found.files.length === 0) {
-    throw new InputError(`no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, trainer_state.json, configs/*.yaml)`);
+    throw new InputError(
+      `no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, trainer_state.json, configs/*.yaml)`,
+    );
   }
   const engine = new DetectorEngine(config.detectors);
   const pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now, log, engine });
@@ -41,9 +43,15 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
   await pipeline.close();
   // With everything read: cross-file conditions and the clock (stale-run).
   for (const run of pipeline.registry.all()) engine.evaluate(run, pipeline.detectContext(true));
-  const findings = engine.findings().sort(
-    (a, b) => (a.run < b.run ? -1 : a.run > b.run ? 1 : 0) || SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity] || (a.round ?? 0) - (b.round ?? 0) || (a.detector < b.detector ? -1 : 1),
-  );
+  const findings = engine
+    .findings()
+    .sort(
+      (a, b) =>
+        (a.run < b.run ? -1 : a.run > b.run ? 1 : 0) ||
+        SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity] ||
+        (a.round ?? 0) - (b.round ?? 0) ||
+        (a.detector < b.detector ? -1 : 1),
+    );
   const filesByRun = new Map<string, FileSource[]>();
   for (const src of pipeline.sources.values()) {
     const list = filesByRun.get(src.place.run) ?? [];

@@ -97,13 +97,17 @@ export class Daemon {
     for (const t of ts) {
       const f = t.finding;
       const level = t.kind === 'resolved' ? 'info' : f.severity === 'info' ? 'info' : 'warn';
-      this.log[level]({ run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind }, `${t.kind}: ${f.detector}: ${f.message}`);
+      this.log[level](
+        { run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind },
+        `${t.kind}: ${f.detector}: ${f.message}`,
+      );
     }
     void this.alertTick();
     const err = this.alerts.record(ts);
     const code = err === null ? null : ((err as NodeJS.ErrnoException).code ?? 'error');
     if (code !== this.alertError) {
-      if (code !== null) this.log.error({ file: this.alerts.file, code }, `cannot append to the alert log (${code}); alerts still go to the console`);
+      if (code !== null)
+        this.log.error({ file: this.alerts.file, code }, `cannot append to the alert log (${code}); alerts still go to the console`);
       this.alertError = code;
     }
   }
@@ -124,12 +128,25 @@ export class Daemon {
     });
     const loaded = await loadState(this.statePath, this.now());
     for (const p of loaded.problems) this.log.warn({ stateDir: config.stateDir }, p);
-    if (loaded.state !== null) this.log.info({ files: Object.keys(loaded.state.files).length, runs: loaded.state.runs.length, savedAt: loaded.state.savedAt }, 'resuming from saved state');
+    if (loaded.state !== null)
+      this.log.info(
+        { files: Object.keys(loaded.state.files).length, runs: loaded.state.runs.length, savedAt: loaded.state.savedAt },
+        'resuming from saved state',
+      );
     this.alerting = this.buildAlerting(config);
     await this.alerting.init(loaded.state?.alerting);
     if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
     this.pipeline = new Pipeline(
-      { parser: config.parser, tail: config.tail, stats: config.stats, now: this.now, log: this.log, engine: this.engine, live: true, onTransitions: (t) => this.onTransitions(t) },
+      {
+        parser: config.parser,
+        tail: config.tail,
+        stats: config.stats,
+        now: this.now,
+        log: this.log,
+        engine: this.engine,
+        live: true,
+        onTransitions: (t) => this.onTransitions(t),
+      },
       loaded.state,
     );
 
@@ -137,7 +154,10 @@ export class Daemon {
       this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
     );
     for (const r of roots) {
-      const exists = await fsp.stat(r.path).then(() => true, () => false);
+      const exists = await fsp.stat(r.path).then(
+        () => true,
+        () => false,
+      );
       if (!exists) this.log.warn({ root: r.path }, 'watched root does not exist yet; waiting for it');
     }
     // Catch up on what is already there, then judge every run once with everything read: a
@@ -145,7 +165,10 @@ export class Daemon {
     // not raise transient alerts. Files that appear meanwhile are picked up by the watcher.
     this.pipeline.holdDetectors = true;
     for (const r of roots) {
-      const found = await discover([r.path], r.only === undefined ? undefined : (dir, name) => dir !== r.path || r.only!.includes(name)).catch(() => null);
+      const found = await discover(
+        [r.path],
+        r.only === undefined ? undefined : (dir, name) => dir !== r.path || r.only!.includes(name),
+      ).catch(() => null);
       for (const f of found?.files ?? []) {
         if (f.file.startsWith(config.stateDir + path.sep)) continue;
         this.pipeline.track(f.file, f.kind, placeFile(f.file, f.kind));
@@ -157,7 +180,14 @@ export class Daemon {
       const t = this.engine.evaluate(run, this.pipeline.detectContext());
       if (t.length > 0) this.onTransitions(t);
     }
-    this.log.info({ roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)), poll: config.watch.poll, stateDir: config.stateDir }, 'watching');
+    this.log.info(
+      {
+        roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)),
+        poll: config.watch.poll,
+        stateDir: config.stateDir,
+      },
+      'watching',
+    );
     const reportedErrors = new Set<string>();
     this.watcher = await startWatcher(
       { roots, poll: config.watch.poll, pollIntervalMs: config.watch.pollIntervalMs, exclude: [config.stateDir] },
@@ -186,16 +216,26 @@ export class Daemon {
       try {
         const at = await this.health.start(host, port);
         if (isLoopback(host)) this.log.info({ host: at.host, port: at.port }, `serving /healthz and /metrics on ${at.host}:${at.port}`);
-        else this.log.warn({ host: at.host, port: at.port }, `serving /healthz and /metrics on ${at.host}:${at.port}, beyond this machine (http.expose is true)`);
+        else
+          this.log.warn(
+            { host: at.host, port: at.port },
+            `serving /healthz and /metrics on ${at.host}:${at.port}, beyond this machine (http.expose is true)`,
+          );
       } catch (err) {
         // Watching matters more than the endpoint: keep going, say so.
         this.health = null;
-        this.log.error({ host, port, code: (err as NodeJS.ErrnoException).code }, `cannot serve /healthz and /metrics on ${host}:${port} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); watching continues without them`);
+        this.log.error(
+          { host, port, code: (err as NodeJS.ErrnoException).code },
+          `cannot serve /healthz and /metrics on ${host}:${port} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); watching continues without them`,
+        );
       }
     }
     if (config.summary.channels.some((c) => config.notify[c] !== undefined)) {
       this.summaryTask = cron.schedule(config.summary.cron, () => void this.sendSummary(), { timezone: config.summary.timezone });
-      this.log.info({ cron: config.summary.cron, timezone: config.summary.timezone, channels: config.summary.channels }, 'nightly summary scheduled');
+      this.log.info(
+        { cron: config.summary.cron, timezone: config.summary.timezone, channels: config.summary.channels },
+        'nightly summary scheduled',
+      );
     }
     void this.alertTick();
     this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
@@ -271,7 +311,12 @@ export class Daemon {
     if (p === null) return;
     const now = this.now();
     for (const [file, src] of p.sources) {
-      if (src.parser.kind === 'lines' && src.parser.flush !== undefined && src.lastData !== null && now - src.lastData > this.opts.config.parser.debugStepGapMs) {
+      if (
+        src.parser.kind === 'lines' &&
+        src.parser.flush !== undefined &&
+        src.lastData !== null &&
+        now - src.lastData > this.opts.config.parser.debugStepGapMs
+      ) {
         p.finish(file);
         src.lastData = null;
       }
@@ -307,9 +352,11 @@ export class Daemon {
   alertTick(): Promise<void> {
     const a = this.alerting;
     if (a === null) return Promise.resolve();
-    this.alertTicking = this.alertTicking.then(() => a.tick(this.engine.findings())).catch((err: unknown) => {
-      this.log.error({ err: (err as Error).message }, 'alerting tick failed');
-    });
+    this.alertTicking = this.alertTicking
+      .then(() => a.tick(this.engine.findings()))
+      .catch((err: unknown) => {
+        this.log.error({ err: (err as Error).message }, 'alerting tick failed');
+      });
     return this.alertTicking;
   }
 
@@ -321,7 +368,8 @@ export class Daemon {
   async reload(config: Config): Promise<void> {
     const old = this.opts.config;
     const needRestart: string[] = [];
-    if (JSON.stringify(old.watch.roots) !== JSON.stringify(config.watch.roots) && this.opts.singleRun !== true) needRestart.push('watch.roots');
+    if (JSON.stringify(old.watch.roots) !== JSON.stringify(config.watch.roots) && this.opts.singleRun !== true)
+      needRestart.push('watch.roots');
     if (old.stateDir !== config.stateDir) needRestart.push('state_dir');
     if (JSON.stringify(old.http) !== JSON.stringify(config.http)) needRestart.push('http.listen');
     // Keep what cannot change live as it was.
@@ -335,7 +383,12 @@ export class Daemon {
     await this.alerting?.close();
     this.alerting = this.buildAlerting(applied);
     await this.alerting.init(state);
-    this.log.info({ channels: this.alerting.channels, restartNeededFor: needRestart }, needRestart.length > 0 ? `configuration reloaded; ${needRestart.join(', ')} take effect at the next restart` : 'configuration reloaded');
+    this.log.info(
+      { channels: this.alerting.channels, restartNeededFor: needRestart },
+      needRestart.length > 0
+        ? `configuration reloaded; ${needRestart.join(', ')} take effect at the next restart`
+        : 'configuration reloaded',
+    );
     void this.alertTick();
   }
 
@@ -360,7 +413,12 @@ export class Daemon {
       activeAlerts: this.engine.findings().map((f) => ({ detector: f.detector, severity: f.severity })),
       sent: this.alerting?.outbox.counters.sent ?? new Map(),
       failed: this.alerting?.outbox.counters.failed ?? new Map(),
-      lastError: this.checkpointError !== null ? `cannot save state (${this.checkpointError})` : this.alertError !== null ? `cannot write alerts.jsonl (${this.alertError})` : failing,
+      lastError:
+        this.checkpointError !== null
+          ? `cannot save state (${this.checkpointError})`
+          : this.alertError !== null
+            ? `cannot write alerts.jsonl (${this.alertError})`
+            : failing,
     };
   }
 
@@ -418,7 +476,10 @@ export class Daemon {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
       if (this.checkpointError !== code) {
         this.checkpointError = code;
-        this.log.error({ stateDir: this.opts.config.stateDir, code }, `cannot save state (${code}); a restart will re-read the logs from the last saved point`);
+        this.log.error(
+          { stateDir: this.opts.config.stateDir, code },
+          `cannot save state (${code}); a restart will re-read the logs from the last saved point`,
+        );
       }
     }
   }

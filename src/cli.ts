@@ -153,9 +153,13 @@ export function buildProgram(): Command {
       const config = configOrExit(opts.config);
       const ms = parseDuration(opts.for);
       if (ms === null) fail(`--for: ${opts.for} is not a duration such as 30m or 2h`);
-      if (opts.detector !== '*' && !(DETECTOR_IDS as readonly string[]).includes(opts.detector)) fail(`--detector: unknown detector ${opts.detector} (one of ${DETECTOR_IDS.join(', ')})`);
+      if (opts.detector !== '*' && !(DETECTOR_IDS as readonly string[]).includes(opts.detector))
+        fail(`--detector: unknown detector ${opts.detector} (one of ${DETECTOR_IDS.join(', ')})`);
       const now = Date.now();
-      const s = await SilenceStore.in(config.stateDir).add({ run: opts.run, detector: opts.detector, endsAt: new Date(now + ms).toISOString(), comment: opts.comment }, now);
+      const s = await SilenceStore.in(config.stateDir).add(
+        { run: opts.run, detector: opts.detector, endsAt: new Date(now + ms).toISOString(), comment: opts.comment },
+        now,
+      );
       process.stdout.write(`silence ${s.id}: ${s.detector} on ${s.run} until ${s.endsAt}${s.comment ? ` (${s.comment})` : ''}\n`);
     });
   silence
@@ -166,7 +170,8 @@ export function buildProgram(): Command {
       const config = configOrExit(opts.config);
       const list = SilenceStore.in(config.stateDir).active(Date.now());
       if (list.length === 0) process.stdout.write('no active silences\n');
-      for (const s of list) process.stdout.write(`${s.id}  ${s.detector}  ${s.run}  until ${s.endsAt}${s.comment ? `  ${s.comment}` : ''}\n`);
+      for (const s of list)
+        process.stdout.write(`${s.id}  ${s.detector}  ${s.run}  until ${s.endsAt}${s.comment ? `  ${s.comment}` : ''}\n`);
     });
   silence
     .command('remove')
@@ -194,7 +199,16 @@ export function buildProgram(): Command {
       }
       let failed = 0;
       for (const n of notifiers) {
-        const r = await n.send({ id: newId(), dedupeKey: newId(), channel: n.name, group: 'test', reason: 'test-alert', createdAt: new Date().toISOString(), alerts: [], test: true });
+        const r = await n.send({
+          id: newId(),
+          dedupeKey: newId(),
+          channel: n.name,
+          group: 'test',
+          reason: 'test-alert',
+          createdAt: new Date().toISOString(),
+          alerts: [],
+          test: true,
+        });
         await n.close?.();
         if (r.ok) process.stdout.write(`${n.name}: delivered\n`);
         else {
@@ -216,7 +230,10 @@ export function buildProgram(): Command {
       for (const p of problems) process.stderr.write(`barwatch: ${p}\n`);
       if (state === null) fail(`no state in ${config.stateDir}: run barwatch watch first (or pass --config with its state_dir)`);
       const runs = RunRegistry.from(state.runs, config.stats).all();
-      const [{ buildNotifiers }, { sendSummary, summaryOf }] = await Promise.all([import('./notifiers/index.js'), import('./summary/send.js')]);
+      const [{ buildNotifiers }, { sendSummary, summaryOf }] = await Promise.all([
+        import('./notifiers/index.js'),
+        import('./summary/send.js'),
+      ]);
       const s = summaryOf(config, runs, Date.now(), opts.send === true);
       if (opts.send !== true) {
         process.stdout.write(`${s.subject}\n\n${s.text}\n`);
@@ -250,7 +267,9 @@ export function buildProgram(): Command {
       const { simulate } = await import('./sim/simulate.js');
       await simulate(dir, { scenario: opts.scenario, seed, rounds, speed });
       const s = SIM_SCENARIOS[opts.scenario];
-      process.stdout.write(`wrote ${rounds} round(s) of scenario ${opts.scenario} (${s.change}) to ${dir} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+      process.stdout.write(
+        `wrote ${rounds} round(s) of scenario ${opts.scenario} (${s.change}) to ${dir} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`,
+      );
       process.stdout.write(`expected findings: ${s.expected.join(', ') || 'none'}; check with: barwatch analyze ${dir}\n`);
     });
 
@@ -277,7 +296,8 @@ export async function main(argv: string[]): Promise<void> {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') process.exit(EXIT.ok);
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help')
+        process.exit(EXIT.ok);
       process.exit(EXIT.usage);
     }
     process.stderr.write(`barwatch: ${(err as Error).stack ?? String(err)}\n`);

@@ -70,7 +70,8 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
 
   const low = first.find((f) => f.detector === 'boundary-share-low');
   const suggested = low?.evidence['suggested'] as { easy_threshold: number; unsolvable_threshold: number } | undefined;
-  const fix: Partial<Knobs> = suggested !== undefined ? { easy: suggested.easy_threshold, unsolvable: suggested.unsolvable_threshold } : scenario.fix;
+  const fix: Partial<Knobs> =
+    suggested !== undefined ? { easy: suggested.easy_threshold, unsolvable: suggested.unsolvable_threshold } : scenario.fix;
   say();
   say(`Run 2: the same training with barwatch's recommended filter thresholds (easy ${fix.easy}, unsolvable ${fix.unsolvable}).`);
   const second = await watchRun(o, daemon, path.join(dir, 'run-2'), fix, say, tty);
@@ -87,7 +88,14 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
   return { dir, first, second, fix };
 }
 
-async function watchRun(o: DemoOptions, daemon: Daemon, run: string, override: Partial<Knobs>, say: (s?: string) => void, tty: boolean): Promise<Finding[]> {
+async function watchRun(
+  o: DemoOptions,
+  daemon: Daemon,
+  run: string,
+  override: Partial<Knobs>,
+  say: (s?: string) => void,
+  tty: boolean,
+): Promise<Finding[]> {
   const total = ROUNDS * (SELECTOR_STEPS + GENERATOR_STEPS);
   let done = 0;
   let lastRound = 0;

@@ -13,7 +13,16 @@ export function createLogger(opts: LogOptions, stream: NodeJS.WritableStream = p
   const usePretty = opts.format === 'pretty' || (opts.format === 'auto' && (stream as { isTTY?: boolean }).isTTY === true);
   const base = { level: opts.level, base: undefined as undefined, timestamp: pino.stdTimeFunctions.isoTime };
   if (usePretty) {
-    return pino(base, pretty({ destination: stream, sync: true, colorize: (stream as { isTTY?: boolean }).isTTY === true, ignore: 'component', translateTime: 'SYS:HH:MM:ss' }));
+    return pino(
+      base,
+      pretty({
+        destination: stream,
+        sync: true,
+        colorize: (stream as { isTTY?: boolean }).isTTY === true,
+        ignore: 'component',
+        translateTime: 'SYS:HH:MM:ss',
+      }),
+    );
   }
   return pino(base, stream === process.stderr ? pino.destination({ fd: 2, sync: true }) : stream);
 }

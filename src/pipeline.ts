@@ -105,7 +105,10 @@ export class Pipeline {
     if (this.reported.has(key)) return;
     this.reported.add(key);
     const level = p.kind === 'malformed' || p.kind === 'long-line' || p.kind === 'too-large' ? 'warn' : 'info';
-    this.opts.log[level]({ file: p.file, problem: p.kind, offset: p.offset }, `${p.message}; further ${p.kind} problems in this file are only counted`);
+    this.opts.log[level](
+      { file: p.file, problem: p.kind, offset: p.offset },
+      `${p.message}; further ${p.kind} problems in this file are only counted`,
+    );
   }
 
   private readonly sink = (records: ParsedRecord[], format: FormatId, src: FileSource): void => {
@@ -124,7 +127,8 @@ export class Pipeline {
       }
       if (d === null) continue;
       if (d.round !== undefined) log.info({ run: run.id, role: d.round.role, round: d.round.round, format }, 'discovered round');
-      if (d.series !== undefined) log.info({ run: run.id, role: ctx.role, round: ctx.round, series: d.series }, `discovered ${d.series.length} series`);
+      if (d.series !== undefined)
+        log.info({ run: run.id, role: ctx.role, round: ctx.round, series: d.series }, `discovered ${d.series.length} series`);
     }
   };
 

@@ -19,7 +19,13 @@ import { CaptureServer, FakeClock } from './helpers/servers.js';
 const S = 1000;
 const M = 60 * S;
 
-function finding(run: string, detector: string, round: number | null = 2, step: number | null = 100, severity: Finding['severity'] = 'warning'): Finding {
+function finding(
+  run: string,
+  detector: string,
+  round: number | null = 2,
+  step: number | null = 100,
+  severity: Finding['severity'] = 'warning',
+): Finding {
   return { detector, severity, run, round, step, message: `${detector} holds`, evidence: { x: 1 }, recommendation: 'do something' };
 }
 
@@ -37,7 +43,12 @@ function logCapture(): { log: Logger; lines: string[] } {
   return { log: pino({ level: 'debug' }, { write: (s: string) => void lines.push(s) }) as unknown as Logger, lines };
 }
 
-async function setup(clock: FakeClock, notifiers: Notifier[], over: Partial<AlertingOptions['dispatch'] & AlertingOptions['lifecycle']> = {}, dir = tempDir()) {
+async function setup(
+  clock: FakeClock,
+  notifiers: Notifier[],
+  over: Partial<AlertingOptions['dispatch'] & AlertingOptions['lifecycle']> = {},
+  dir = tempDir(),
+) {
   const { log, lines } = logCapture();
   const a = new Alerting({
     stateDir: dir,
@@ -77,7 +88,10 @@ describe('grouping, repeat and resolve timing', () => {
     await a.tick([osc, stall]);
     assert.equal(rec.sent.length, 2);
     assert.equal(rec.sent[1]!.reason, 'new alerts in group');
-    assert.deepEqual(rec.sent[1]!.alerts.map((x) => `${x.status}:${x.detector}`).sort(), ['firing:boundary-oscillation', 'firing:generator-stall']);
+    assert.deepEqual(rec.sent[1]!.alerts.map((x) => `${x.status}:${x.detector}`).sort(), [
+      'firing:boundary-oscillation',
+      'firing:generator-stall',
+    ]);
     // Nothing changes for 4 h: one repeat, not more.
     for (let i = 0; i < 4 * 60; i++) {
       clock.advance(1 * M);
@@ -91,8 +105,14 @@ describe('grouping, repeat and resolve timing', () => {
     await a.tick([stall]);
     const last = rec.sent[rec.sent.length - 1]!;
     assert.equal(last.reason, 'alerts resolved');
-    assert.deepEqual(last.alerts.map((x) => `${x.status}:${x.detector}`).sort(), ['firing:generator-stall', 'resolved:boundary-oscillation']);
-    assert.ok(lines.some((l) => l.includes('hold: first notification of the group: waiting until')), 'the hold is logged with its reason');
+    assert.deepEqual(last.alerts.map((x) => `${x.status}:${x.detector}`).sort(), [
+      'firing:generator-stall',
+      'resolved:boundary-oscillation',
+    ]);
+    assert.ok(
+      lines.some((l) => l.includes('hold: first notification of the group: waiting until')),
+      'the hold is logged with its reason',
+    );
     // Another run is another group.
     await a.tick([stall, finding('/runs/b', 'low-rollouts', null, null)]);
     clock.advance(10 * S);
@@ -130,7 +150,15 @@ describe('grouping, repeat and resolve timing', () => {
     const clock = new FakeClock();
     const rec = new Recorder();
     const { a, lines } = await setup(clock, [rec]);
-    await a.silences.add({ run: '/runs/team-*/**', detector: 'stale-run', endsAt: new Date(clock.now() + 2 * 60 * M).toISOString(), comment: 'cluster maintenance' }, clock.now());
+    await a.silences.add(
+      {
+        run: '/runs/team-*/**',
+        detector: 'stale-run',
+        endsAt: new Date(clock.now() + 2 * 60 * M).toISOString(),
+        comment: 'cluster maintenance',
+      },
+      clock.now(),
+    );
     const stale = finding('/runs/team-a/r1', 'stale-run');
     const other = finding('/runs/team-a/r1', 'nonfinite-reward');
     for (let i = 0; i < 5; i++) {
@@ -142,7 +170,10 @@ describe('grouping, repeat and resolve timing', () => {
     await a.tick([stale, other]);
     clock.advance(10 * S);
     await a.tick([stale, other]);
-    assert.deepEqual(rec.sent.map((n) => n.alerts.map((x) => x.detector)), [['nonfinite-reward']]);
+    assert.deepEqual(
+      rec.sent.map((n) => n.alerts.map((x) => x.detector)),
+      [['nonfinite-reward']],
+    );
     await a.tick([other]);
     clock.advance(2 * M);
     await a.tick([other]);
@@ -192,7 +223,11 @@ describe('the outbox against a real HTTP server (Alertmanager API)', () => {
     assert.equal(a.outbox.depth, 0);
     const log = readFileSync(a.outbox.logFile, 'utf8').trim().split('\n');
     assert.equal(log.length, 3);
-    assert.equal(lines.filter((l) => l.includes('cannot send to alertmanager')).length, 1, 'the failure is logged once, not on every retry');
+    assert.equal(
+      lines.filter((l) => l.includes('cannot send to alertmanager')).length,
+      1,
+      'the failure is logged once, not on every retry',
+    );
     assert.equal(lines.filter((l) => l.includes('accepts notifications again')).length, 1);
   });
 

@@ -16,10 +16,21 @@ describe('barwatch analyze', () => {
     const { status, doc, stderr } = analyzeJson([root]);
     assert.equal(status, 0, stderr);
     assert.equal(doc.version, 1);
-    assert.deepEqual(doc.runs.map((r) => r.run), [path.join(root, 'a'), path.join(root, 'team', 'deep', 'b')]);
+    assert.deepEqual(
+      doc.runs.map((r) => r.run),
+      [path.join(root, 'a'), path.join(root, 'team', 'deep', 'b')],
+    );
     const a = doc.runs[0]!;
     assert.equal(a.format, 'reward-history');
-    assert.deepEqual(a.rounds.map((r) => [r.role, r.round, r.steps]), [['selector', 1, 40], ['generator', 1, 40], ['selector', 2, 40], ['generator', 2, 40]]);
+    assert.deepEqual(
+      a.rounds.map((r) => [r.role, r.round, r.steps]),
+      [
+        ['selector', 1, 40],
+        ['generator', 1, 40],
+        ['selector', 2, 40],
+        ['generator', 2, 40],
+      ],
+    );
     const b = a.rounds[0]!.series['boundary']!;
     assert.equal(b.n, 40);
     assert.ok(Math.abs(b.mean! - (0.4 + 0.001 * 20.5)) < 1e-12);
@@ -67,7 +78,10 @@ describe('barwatch analyze', () => {
     const root = tempDir();
     const sel = path.join(root, 'outputs', 'selector_round1');
     mkdirSync(sel, { recursive: true });
-    writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.4}\n{"step": 2,\n\u0000\u0001binary\n{"step": 3, "boundary": 0.6}\n');
+    writeFileSync(
+      path.join(sel, 'reward_history.jsonl'),
+      '{"step": 1, "boundary": 0.4}\n{"step": 2,\n\u0000\u0001binary\n{"step": 3, "boundary": 0.6}\n',
+    );
     const { status, doc } = analyzeJson([root]);
     assert.equal(status, 0);
     assert.equal(doc.runs[0]!.files[0]!.malformed, 2);
@@ -105,7 +119,10 @@ describe('barwatch analyze with findings', () => {
       assert.equal(ev.peaks.length, 3);
       assert.ok(ev.peaks.every((p) => p.power_share > 0.3 && p.period >= 4 && p.period <= 32));
     }
-    assert.deepEqual(f.map((x) => x['round']), [2, 3]);
+    assert.deepEqual(
+      f.map((x) => x['round']),
+      [2, 3],
+    );
   });
 
   test('text: findings grouped by round, most severe first, with a sparkline of the series', async () => {
@@ -116,7 +133,10 @@ describe('barwatch analyze with findings', () => {
     writeScenario(nan, 'nan-rewards', 3);
     const r = barwatch(['analyze', root]);
     assert.equal(r.status, 1);
-    assert.match(r.stdout, /findings: 1\n {4}round 3:\n {6}\[critical\] reward-collapse at step \d+: total collapsed from [\d.]+ to about 0 since step \d+/);
+    assert.match(
+      r.stdout,
+      /findings: 1\n {4}round 3:\n {6}\[critical\] reward-collapse at step \d+: total collapsed from [\d.]+ to about 0 since step \d+/,
+    );
     assert.match(r.stdout, /\n {8}total, selector round 3: [▁▂▃▄▅▆▇█ ]{48}\n {8}-> Stop the run/);
     const n = barwatch(['analyze', nan]);
     assert.match(n.stdout, /round 2:\n {6}\[critical\] nonfinite-reward at step \d+: boundary became NaN at step \d+/);

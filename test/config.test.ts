@@ -43,7 +43,9 @@ describe('invalid configs: one case per file, the exact message', () => {
       ...Array.from({ length: 9 }, (_, i) => `alias-bomb.yaml: watch.roots[${i}]: must be a string, not a list`),
       'alias-bomb.yaml: detectors: must be a mapping, not a list',
     ],
-    'exposed.yaml': ['exposed.yaml: http.listen: 0.0.0.0 is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine'],
+    'exposed.yaml': [
+      'exposed.yaml: http.listen: 0.0.0.0 is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine',
+    ],
   };
   for (const [file, want] of Object.entries(cases)) {
     test(file, () => assert.deepEqual(problems(file), want));
@@ -51,7 +53,11 @@ describe('invalid configs: one case per file, the exact message', () => {
 
   test('detector parameters: unknown names, wrong types and bad durations', () => {
     assert.throws(
-      () => parseConfig('detectors:\n  generator-stall: {margin: "big", windw: 10}\n  stale-run: {min_silence: 10}\n  low-rollouts: {min_k: -1}\n', '/etc/b.yaml'),
+      () =>
+        parseConfig(
+          'detectors:\n  generator-stall: {margin: "big", windw: 10}\n  stale-run: {min_silence: 10}\n  low-rollouts: {min_k: -1}\n',
+          '/etc/b.yaml',
+        ),
       (err: ConfigError) =>
         err.problems.map((p) => `${p.key}: ${p.message}`).join('\n') ===
         [
@@ -61,7 +67,10 @@ describe('invalid configs: one case per file, the exact message', () => {
           'detectors.stale-run.min_silence: must be a duration such as 500ms, 10s, 5m or 4h',
         ].join('\n'),
     );
-    const c = parseConfig('detectors:\n  stale-run: {min_silence: 2s, factor: 3}\n  boundary-oscillation: {enabled: false}\n', '/etc/b.yaml');
+    const c = parseConfig(
+      'detectors:\n  stale-run: {min_silence: 2s, factor: 3}\n  boundary-oscillation: {enabled: false}\n',
+      '/etc/b.yaml',
+    );
     assert.equal(c.detectors['stale-run']!['min_silence'], '2s');
     assert.equal(c.detectors['stale-run']!['factor'], 3);
     assert.equal(c.detectors['stale-run']!['min_intervals'], 5);
@@ -69,7 +78,10 @@ describe('invalid configs: one case per file, the exact message', () => {
   });
 
   test('a missing file is named', () => {
-    assert.throws(() => loadConfig('/nonexistent/barwatch.yaml'), (err: ConfigError) => err.message === '/nonexistent/barwatch.yaml: cannot read the file (ENOENT)');
+    assert.throws(
+      () => loadConfig('/nonexistent/barwatch.yaml'),
+      (err: ConfigError) => err.message === '/nonexistent/barwatch.yaml: cannot read the file (ENOENT)',
+    );
   });
 
   test('cross-key problems: channels not configured, secret file missing', () => {
@@ -79,7 +91,10 @@ describe('invalid configs: one case per file, the exact message', () => {
       () => parseConfig('summary: {channels: [slack]}\nnotify:\n  email: {to: [a@b.c], smtp: {user: u, pass_file: nope.txt}}\n', file),
       (err: ConfigError) =>
         err.problems.map((p) => `${p.key}: ${p.message}`).join('\n') ===
-        [`notify.email.smtp.pass_file: cannot read ${path.join(dir, 'nope.txt')} (ENOENT)`, 'summary.channels[0]: slack is listed but notify.slack is not configured'].join('\n'),
+        [
+          `notify.email.smtp.pass_file: cannot read ${path.join(dir, 'nope.txt')} (ENOENT)`,
+          'summary.channels[0]: slack is listed but notify.slack is not configured',
+        ].join('\n'),
     );
   });
 });
@@ -122,9 +137,13 @@ describe('valid configs', () => {
   test('secrets from a file or the environment never print', () => {
     const dir = tempDir();
     writeFileSync(path.join(dir, 'hook'), 'https://hooks.slack.com/services/T0/B0/TOPSECRET\n');
-    const c = parseConfig('notify:\n  slack: {webhook_url_file: hook}\n  email: {to: [a@b.c], smtp: {user: u}}\n', path.join(dir, 'c.yaml'), {
-      env: { BARWATCH_SMTP_PASS: 'hunter2-password' },
-    });
+    const c = parseConfig(
+      'notify:\n  slack: {webhook_url_file: hook}\n  email: {to: [a@b.c], smtp: {user: u}}\n',
+      path.join(dir, 'c.yaml'),
+      {
+        env: { BARWATCH_SMTP_PASS: 'hunter2-password' },
+      },
+    );
     assert.equal(c.notify.slack?.webhookUrl.reveal(), 'https://hooks.slack.com/services/T0/B0/TOPSECRET');
     assert.equal(c.notify.email?.smtp.pass?.reveal(), 'hunter2-password');
     const shown = [JSON.stringify(c), inspect(c, { depth: 10 }), String(c.notify.slack?.webhookUrl)].join('\n');
@@ -150,7 +169,9 @@ describe('valid configs', () => {
 
 describe('barwatch validate', () => {
   test('exit 0 on a valid file, 2 with every problem listed on an invalid one', () => {
-    const ok = spawnSync(process.execPath, [BIN, 'validate', '--config', path.join(REPO, 'config', 'barwatch.example.yaml')], { encoding: 'utf8' });
+    const ok = spawnSync(process.execPath, [BIN, 'validate', '--config', path.join(REPO, 'config', 'barwatch.example.yaml')], {
+      encoding: 'utf8',
+    });
     assert.equal(ok.status, 0, ok.stderr);
     assert.match(ok.stdout, /barwatch\.example\.yaml: valid/);
     const bad = spawnSync(process.execPath, [BIN, 'validate', '--config', path.join(FIXTURES, 'several.yaml')], { encoding: 'utf8' });

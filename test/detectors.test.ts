@@ -53,7 +53,8 @@ describe('findings carry evidence and a recommendation from the run', () => {
   test('suggested filter thresholds put the boundary share in the band', () => {
     const f = new FilterStats();
     // 1000 questions spread evenly over [0, 1): a 0.45/0.05 filter keeps few boundary ones.
-    for (let i = 0; i < 1000; i++) f.addQuestion({ kind: 'filter-question', id: null, acc: i / 1000, kept: i / 1000 > 0.05 && i / 1000 < 0.45 });
+    for (let i = 0; i < 1000; i++)
+      f.addQuestion({ kind: 'filter-question', id: null, acc: i / 1000, kept: i / 1000 > 0.05 && i / 1000 < 0.45 });
     assert.ok(f.postShare! < 0.15);
     const s = suggestThresholds(f, [0.25, 0.35], { easy: 0.45, unsolvable: 0.05 })!;
     // Recount with the suggested thresholds from the questions themselves.
@@ -122,17 +123,28 @@ describe('engine', () => {
     const engine = new DetectorEngine({}, [clock]);
     const run = new RunState('/runs/r', DEFAULT_STATS);
     const ctx = { now: 0, live: true, final: false };
-    const record = (step: number): void => void run.apply({ kind: 'metrics', step, values: { boundary: 0.5 } }, { role: 'selector', round: 1, format: 'reward-history', file: 'f' }, 0);
+    const record = (step: number): void =>
+      void run.apply(
+        { kind: 'metrics', step, values: { boundary: 0.5 } },
+        { role: 'selector', round: 1, format: 'reward-history', file: 'f' },
+        0,
+      );
     for (let s = 1; s <= 50; s++) {
       record(s);
       assert.deepEqual(engine.onRecord(run, ctx), []);
     }
     assert.equal(calls, 0);
     silent = true;
-    assert.deepEqual(engine.evaluate(run, ctx, true).map((t) => t.kind), ['firing']);
+    assert.deepEqual(
+      engine.evaluate(run, ctx, true).map((t) => t.kind),
+      ['firing'],
+    );
     silent = false;
     record(51);
-    assert.deepEqual(engine.onRecord(run, ctx).map((t) => t.kind), ['resolved']);
+    assert.deepEqual(
+      engine.onRecord(run, ctx).map((t) => t.kind),
+      ['resolved'],
+    );
     const after = calls;
     for (let s = 52; s <= 60; s++) {
       record(s);

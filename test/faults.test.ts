@@ -90,12 +90,18 @@ describe('faults: bad input, written while the daemon runs', () => {
     after(() => w.close());
 
     // Malformed JSON between good lines.
-    await w.do({ op: 'append', file: file('malformed'), text: goods(1, 10) + '{"step": 11, "boundary": 0.\nnot json at all\n{"step": 12, "boundary": [1,2}\n' + goods(13, 22) });
+    await w.do({
+      op: 'append',
+      file: file('malformed'),
+      text: goods(1, 10) + '{"step": 11, "boundary": 0.\nnot json at all\n{"step": 12, "boundary": [1,2}\n' + goods(13, 22),
+    });
     // NaN, infinities, -0 and numbers as strings.
     await w.do({
       op: 'append',
       file: file('numbers'),
-      text: '{"step": 1, "boundary": NaN}\n{"step": 2, "boundary": Infinity}\n{"step": 3, "boundary": -Infinity}\n{"step": 4, "boundary": -0}\n{"step": 5, "boundary": "0.25"}\n{"step": 6, "boundary": "nan"}\n' + goods(7, 16),
+      text:
+        '{"step": 1, "boundary": NaN}\n{"step": 2, "boundary": Infinity}\n{"step": 3, "boundary": -Infinity}\n{"step": 4, "boundary": -0}\n{"step": 5, "boundary": "0.25"}\n{"step": 6, "boundary": "nan"}\n' +
+        goods(7, 16),
     });
     // A 50 MiB line, never held whole.
     await w.do({ op: 'append', file: file('long'), text: goods(1, 5) });
@@ -114,7 +120,11 @@ describe('faults: bad input, written while the daemon runs', () => {
     await w.do({ op: 'bytes', file: file('binary'), base64: garbage.toString('base64') });
     await w.do({ op: 'append', file: file('binary'), text: goods(6, 10) });
     // Invalid UTF-8 inside strings.
-    const utf8 = Buffer.concat(Array.from({ length: 10 }, (_, i) => Buffer.concat([Buffer.from(`{"step": ${i + 1}, "boundary": 0.5, "note": "`), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}\n')])));
+    const utf8 = Buffer.concat(
+      Array.from({ length: 10 }, (_, i) =>
+        Buffer.concat([Buffer.from(`{"step": ${i + 1}, "boundary": 0.5, "note": "`), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}\n')]),
+      ),
+    );
     await w.do({ op: 'bytes', file: file('utf8'), base64: utf8.toString('base64') });
     // A line cut short by a writer that died; the restarted writer appends after it.
     await w.do({ op: 'append', file: file('cut'), text: goods(1, 5) + '{"step": 6, "boundary": 0.4' });
@@ -168,20 +178,30 @@ describe('faults: bad input, written while the daemon runs', () => {
     const s = readState(state)!;
     for (const [name, want] of Object.entries(expected)) {
       const c = s.files[file(name)]!.counters;
-      assert.deepEqual({ records: c.records, malformed: c.malformed, longLines: c.longLines }, { malformed: 0, longLines: 0, ...want }, name);
+      assert.deepEqual(
+        { records: c.records, malformed: c.malformed, longLines: c.longLines },
+        { malformed: 0, longLines: 0, ...want },
+        name,
+      );
     }
     // Each problem once, with the file named, and nothing else said about the good files.
     const once = (name: string, problem: string): void => {
       const said = complaints(d.logs, file(name));
-      assert.deepEqual(said.map((l) => l['problem'] ?? l['code']), [problem], `${name}: ${JSON.stringify(said)}`);
+      assert.deepEqual(
+        said.map((l) => l['problem'] ?? l['code']),
+        [problem],
+        `${name}: ${JSON.stringify(said)}`,
+      );
     };
     once('malformed', 'malformed');
     once('long', 'long-line');
     once('binary', 'malformed');
     once('cut', 'malformed');
     if (canDeny) once('denied', 'EACCES');
-    for (const name of ['numbers', 'utf8', 'crlf', 'copytruncate', 'renamed', 'recreated']) assert.deepEqual(complaints(d.logs, file(name)), [], name);
-    const said = (name: string): string[] => d.logs.filter((l) => l['file'] === file(name) && l['problem'] !== undefined).map((l) => l['problem'] as string);
+    for (const name of ['numbers', 'utf8', 'crlf', 'copytruncate', 'renamed', 'recreated'])
+      assert.deepEqual(complaints(d.logs, file(name)), [], name);
+    const said = (name: string): string[] =>
+      d.logs.filter((l) => l['file'] === file(name) && l['problem'] !== undefined).map((l) => l['problem'] as string);
     assert.deepEqual(said('copytruncate'), ['truncated']);
     // Seen either as a rotation, or (when the new file comes after the daemon looked) as removed, then new.
     assert.ok(said('renamed').length <= 1 && said('renamed').every((p) => p === 'rotated'), said('renamed').join());
@@ -222,7 +242,13 @@ describe('faults: the state folder', () => {
    * failure is logged once with the folder named, the alert still reaches the channel once, and
    * saving resumes when the folder can be written again.
    */
-  async function unwritableState(break_: (state: string) => void, mend: (state: string) => void, code: string, user?: { uid: number; gid: number }, cleanup?: (state: string) => void): Promise<void> {
+  async function unwritableState(
+    break_: (state: string) => void,
+    mend: (state: string) => void,
+    code: string,
+    user?: { uid: number; gid: number },
+    cleanup?: (state: string) => void,
+  ): Promise<void> {
     const { dir, runs, state } = workspace();
     try {
       await unwritableStateIn(dir, runs, state, break_, mend, code, user);
@@ -231,11 +257,22 @@ describe('faults: the state folder', () => {
     }
   }
 
-  async function unwritableStateIn(dir: string, runs: string, state: string, break_: (state: string) => void, mend: (state: string) => void, code: string, user?: { uid: number; gid: number }): Promise<void> {
+  async function unwritableStateIn(
+    dir: string,
+    runs: string,
+    state: string,
+    break_: (state: string) => void,
+    mend: (state: string) => void,
+    code: string,
+    user?: { uid: number; gid: number },
+  ): Promise<void> {
     const am = await new CaptureServer().start();
     after(() => am.stop());
     const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
+    writeFileSync(
+      cfg,
+      `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`,
+    );
     break_(state);
     const d = new DaemonProcess([runs, '--config', cfg], user !== undefined ? { user } : {});
     await d.waitFor((l) => l.msg === 'watching');
@@ -288,14 +325,18 @@ describe('faults: the state folder', () => {
     );
   });
 
-  test('a read-only state folder', { skip: IS_ROOT || process.getuid?.() !== undefined ? false : 'permissions do not apply here' }, async () => {
-    await unwritableState(
-      (state) => chmodSync(state, 0o555),
-      (state) => chmodSync(state, 0o755),
-      'EACCES',
-      IS_ROOT ? NOBODY : undefined,
-    );
-  });
+  test(
+    'a read-only state folder',
+    { skip: IS_ROOT || process.getuid?.() !== undefined ? false : 'permissions do not apply here' },
+    async () => {
+      await unwritableState(
+        (state) => chmodSync(state, 0o555),
+        (state) => chmodSync(state, 0o755),
+        'EACCES',
+        IS_ROOT ? NOBODY : undefined,
+      );
+    },
+  );
 });
 
 describe('faults: state files', () => {
@@ -304,7 +345,10 @@ describe('faults: state files', () => {
     const am = await new CaptureServer().start();
     after(() => am.stop());
     const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
+    writeFileSync(
+      cfg,
+      `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`,
+    );
     const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, nanRun());
@@ -319,7 +363,10 @@ describe('faults: state files', () => {
     writeFileSync(stateJson, text.slice(0, text.length >> 1));
     writeFileSync(`${stateJson}.tmp`, text.slice(0, 100));
     writeFileSync(path.join(state, 'outbox', 'garbage.json'), '{"notification": {"id": ');
-    writeFileSync(path.join(state, 'notifications.jsonl'), readFileSync(path.join(state, 'notifications.jsonl'), 'utf8') + '{"time": "2026-');
+    writeFileSync(
+      path.join(state, 'notifications.jsonl'),
+      readFileSync(path.join(state, 'notifications.jsonl'), 'utf8') + '{"time": "2026-',
+    );
     writeFileSync(path.join(state, 'silences.json'), '\u0000\u0001 not json');
 
     d = new DaemonProcess([runs, '--config', cfg]);
@@ -353,7 +400,8 @@ describe('faults: notifiers', () => {
     // Slack: three requests that never get an answer (timeouts), then five 429s with Retry-After.
     const slack = await new CaptureServer().start();
     after(() => slack.stop());
-    slack.respond = (_req, n) => (n <= 3 ? 'hang' : n <= 8 ? { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } } : { status: 200, body: 'ok' });
+    slack.respond = (_req, n) =>
+      n <= 3 ? 'hang' : n <= 8 ? { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } } : { status: 200, body: 'ok' };
     // Alertmanager: nothing listens at first (connection refused); then it answers 500 for 3 s.
     const probe = await new CaptureServer().start();
     const amPort = Number(new URL(probe.url).port);
@@ -372,22 +420,29 @@ describe('faults: notifiers', () => {
     await d.waitFor((l) => l.msg === 'watching');
     const w = new Actor();
     after(() => w.close());
-    for (const r of ['r1', 'r2']) await w.do({ op: 'append', file: path.join(runs, r, 'outputs', 'selector_round1', 'reward_history.jsonl'), text: nanRun() });
+    for (const r of ['r1', 'r2'])
+      await w.do({ op: 'append', file: path.join(runs, r, 'outputs', 'selector_round1', 'reward_history.jsonl'), text: nanRun() });
     await d.waitFor((l) => l.msg.startsWith('cannot send to alertmanager: Alertmanager unreachable (ECONNREFUSED)'));
     await sleep(2000);
     failUntil = Date.now() + 3000;
     await am.start(amPort);
 
-    const delivered = (server: CaptureServer, ok: (i: number) => boolean): string[] => server.requests.filter((_r, i) => ok(i)).map((r) => r.body);
+    const delivered = (server: CaptureServer, ok: (i: number) => boolean): string[] =>
+      server.requests.filter((_r, i) => ok(i)).map((r) => r.body);
     const end = Date.now() + 45_000;
     const slackOk = (i: number): boolean => i >= 8;
-    while (Date.now() < end && (delivered(slack, slackOk).length < 2 || d.logs.filter((l) => l.msg.startsWith('sent to alertmanager')).length < 2)) await sleep(100);
+    while (
+      Date.now() < end &&
+      (delivered(slack, slackOk).length < 2 || d.logs.filter((l) => l.msg.startsWith('sent to alertmanager')).length < 2)
+    )
+      await sleep(100);
     await sleep(1500);
     assert.equal(d.child.exitCode, null, 'the daemon stays up');
     assert.equal(await d.stop(), 0);
 
     // Each run's alert reached each channel exactly once.
-    const runsIn = (bodies: string[]): string[] => bodies.map((b) => (b.includes(path.join(runs, 'r1')) ? 'r1' : b.includes(path.join(runs, 'r2')) ? 'r2' : '?')).sort();
+    const runsIn = (bodies: string[]): string[] =>
+      bodies.map((b) => (b.includes(path.join(runs, 'r1')) ? 'r1' : b.includes(path.join(runs, 'r2')) ? 'r2' : '?')).sort();
     assert.deepEqual(runsIn(delivered(slack, slackOk)), ['r1', 'r2']);
     assert.ok(slack.requests.length >= 10, `${slack.requests.length} Slack requests`);
     const sent = d.logs.filter((l) => l.msg.startsWith('sent to '));
@@ -430,6 +485,9 @@ describe('faults: many files', () => {
     assert.equal(st['files'], 10_000);
     assert.equal(d.child.exitCode, null, 'the daemon stays up');
     assert.equal(await d.stop(), 0);
-    assert.deepEqual(d.logs.filter((l) => l.level >= 40), []);
+    assert.deepEqual(
+      d.logs.filter((l) => l.level >= 40),
+      [],
+    );
   });
 });

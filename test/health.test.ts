@@ -22,7 +22,10 @@ test('/healthz says ok with the counts; /metrics has barwatch metrics in Prometh
   const body = (await h.json()) as Record<string, unknown>;
   // A read may be queued at this instant (a re-check after the last event): the lag is small, not 0.
   assert.ok((body['ingest_lag_seconds'] as number) < 5, JSON.stringify(body));
-  assert.deepEqual({ ...body, ingest_lag_seconds: 0 }, { status: 'ok', runs: 1, files: 1, ingest_lag_seconds: 0, outbox_depth: 0, last_error: null });
+  assert.deepEqual(
+    { ...body, ingest_lag_seconds: 0 },
+    { status: 'ok', runs: 1, files: 1, ingest_lag_seconds: 0, outbox_depth: 0, last_error: null },
+  );
   const m = await (await fetch(`${base}/metrics`)).text();
   assert.match(m, /^barwatch_lines_read_total 3$/m);
   assert.match(m, /^barwatch_records_ingested_total 2$/m);

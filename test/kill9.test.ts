@@ -33,10 +33,20 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
   writes.sort((a, b) => a.time - b.time);
   const plan = path.join(root, 'plan.json');
   // Paced to last about 40 s: long enough for KILLS kills at random moments while it writes.
-  writeFileSync(plan, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every: 3, pauseMs: Math.ceil(40_000 / (writes.length / 3)) }));
+  writeFileSync(
+    plan,
+    JSON.stringify({
+      writes: writes.map(({ file, text }) => ({ file, text })),
+      every: 3,
+      pauseMs: Math.ceil(40_000 / (writes.length / 3)),
+    }),
+  );
   const expectedLines = writes.filter((w) => !w.file.endsWith('.yaml')).reduce((a, w) => a + (w.text.match(/\n/g)?.length ?? 0), 0);
   const cfg = path.join(root, 'c.yaml');
-  writeFileSync(cfg, `state_dir: ${root}/state\nwatch: {status_interval: 300ms, checkpoint_interval: 100ms, sweep_interval: 1h}\nalerting: {group_wait: 0s, group_interval: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`);
+  writeFileSync(
+    cfg,
+    `state_dir: ${root}/state\nwatch: {status_interval: 300ms, checkpoint_interval: 100ms, sweep_interval: 1h}\nalerting: {group_wait: 0s, group_interval: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`,
+  );
 
   let d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
   await d.waitFor((l) => l.msg === 'watching');
@@ -66,7 +76,9 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
   while (!caughtUp()) {
     if (Date.now() > end) {
       const s = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as StateFile;
-      const behind = Object.entries(s.files).filter(([f, c]) => c.tail !== null && c.tail.offset !== statSync(f).size).map(([f, c]) => `${f}: ${c.tail!.offset} of ${statSync(f).size}`);
+      const behind = Object.entries(s.files)
+        .filter(([f, c]) => c.tail !== null && c.tail.offset !== statSync(f).size)
+        .map(([f, c]) => `${f}: ${c.tail!.offset} of ${statSync(f).size}`);
       assert.fail(`barwatch did not catch up with the files within 60 s:\n${behind.join('\n')}`);
     }
     await sleep(100);
@@ -87,25 +99,52 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
       for (const [name, s] of round.series) {
         const ls = lr.series[name]!;
         assert.equal(ls.summary.n, s.summary.n, `${run.id} ${round.key} ${name} n`);
-        assert.ok(Math.abs(ls.summary.mean - s.summary.mean) <= 1e-12 * Math.max(1, Math.abs(s.summary.mean)), `${run.id} ${round.key} ${name} mean`);
+        assert.ok(
+          Math.abs(ls.summary.mean - s.summary.mean) <= 1e-12 * Math.max(1, Math.abs(s.summary.mean)),
+          `${run.id} ${round.key} ${name} mean`,
+        );
       }
     }
   }
   const liveIds = (state.engine?.findings ?? []).map((f) => `${path.basename(f.run)}:${f.detector}`).sort();
-  const onceIds = once.findings.filter((f) => f.severity !== 'info').map((f) => `${path.basename(f.run)}:${f.detector}`).sort();
+  const onceIds = once.findings
+    .filter((f) => f.severity !== 'info')
+    .map((f) => `${path.basename(f.run)}:${f.detector}`)
+    .sort();
   const nan = state.runs.find((x) => x.id.endsWith('nan-rewards'))?.rounds.find((x) => x.round === 2)?.series['boundary']?.nonfinite;
-  assert.deepEqual(liveIds, onceIds, `nan-rewards round 2 boundary nonfinite: ${JSON.stringify(nan)}; alerts: ${readFileSync(path.join(root, 'state', 'alerts.jsonl'), 'utf8').split('\n').filter((l) => l.includes('nonfinite')).map((l) => (JSON.parse(l) as { status: string }).status).join(',')}`);
+  assert.deepEqual(
+    liveIds,
+    onceIds,
+    `nan-rewards round 2 boundary nonfinite: ${JSON.stringify(nan)}; alerts: ${readFileSync(
+      path.join(root, 'state', 'alerts.jsonl'),
+      'utf8',
+    )
+      .split('\n')
+      .filter((l) => l.includes('nonfinite'))
+      .map((l) => (JSON.parse(l) as { status: string }).status)
+      .join(',')}`,
+  );
   // Nothing the daemon knew was delivered is sent again: notifications.jsonl never repeats a
   // notification. A kill while a post is in flight (the receiver has it, the daemon never got the
   // answer) is resent after the restart: at least once, never lost. Each such repeat shows as one
   // post more than the deliveries recorded.
   const bodies = am.requests.map((q) => q.body);
   const repeats = bodies.length - new Set(bodies).size;
-  const sent = readFileSync(path.join(root, 'state', 'notifications.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { dedupeKey: string }).dedupeKey);
+  const sent = readFileSync(path.join(root, 'state', 'notifications.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { dedupeKey: string }).dedupeKey);
   assert.equal(new Set(sent).size, sent.length, 'a recorded delivery was sent again');
-  assert.equal(am.requests.length, sent.length + repeats, `${am.requests.length} posts, ${sent.length} recorded deliveries, ${repeats} repeated bodies`);
+  assert.equal(
+    am.requests.length,
+    sent.length + repeats,
+    `${am.requests.length} posts, ${sent.length} recorded deliveries, ${repeats} repeated bodies`,
+  );
   assert.ok(repeats <= 2, `${repeats} posts repeated: more than kills in flight explain`);
-  const firing = new Set(am.requests.flatMap((q) => (q.json as { labels: { alertname: string; run: string } }[]).map((a) => `${path.basename(a.labels.run)}:${a.labels.alertname}`)));
+  const firing = new Set(
+    am.requests.flatMap((q) =>
+      (q.json as { labels: { alertname: string; run: string } }[]).map((a) => `${path.basename(a.labels.run)}:${a.labels.alertname}`),
+    ),
+  );
   assert.deepEqual([...firing].sort(), [...new Set(onceIds)].sort(), 'every finding reached Alertmanager');
-
 });

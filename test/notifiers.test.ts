@@ -53,7 +53,10 @@ describe('Slack', () => {
     const url = `${srv.url}/services/T000/B000/XXSECRETXX`;
     const slack = createSlackNotifier({ webhookUrl: new Secret(url, 'test') });
     assert.deepEqual(await slack.send(notification()), { ok: true });
-    const body = srv.requests[0]!.json as { text: string; blocks: { type: string; text?: { text: string }; elements?: { text: string }[] }[] };
+    const body = srv.requests[0]!.json as {
+      text: string;
+      blocks: { type: string; text?: { text: string }; elements?: { text: string }[] }[];
+    };
     assert.equal(srv.requests[0]!.path, '/services/T000/B000/XXSECRETXX');
     const all = JSON.stringify(body);
     assert.match(all, /WARNING/);
@@ -72,7 +75,12 @@ describe('Slack', () => {
     const srv = await new CaptureServer().start();
     const slack = createSlackNotifier({ webhookUrl: new Secret(`${srv.url}/services/T0/B0/XXSECRETXX`, 'test') });
     srv.respond = () => ({ status: 429, body: 'rate_limited', headers: { 'retry-after': '7' } });
-    assert.deepEqual(await slack.send(notification()), { ok: false, retry: true, retryAfterMs: 7000, error: 'Slack answered HTTP 429 Too Many Requests' });
+    assert.deepEqual(await slack.send(notification()), {
+      ok: false,
+      retry: true,
+      retryAfterMs: 7000,
+      error: 'Slack answered HTTP 429 Too Many Requests',
+    });
     srv.respond = () => ({ status: 500, body: 'oops' });
     const r500 = await slack.send(notification());
     assert.equal(r500.ok === false && r500.retry, true);
@@ -126,7 +134,11 @@ describe('email', () => {
     assert.ok(!JSON.stringify(r).includes('wrong-hunter2'));
     await email.close?.();
     await smtp.stop();
-    const dead = createEmailNotifier({ smtp: { host: '127.0.0.1', port: smtp.port, secure: false }, from: 'b@example.org', to: ['t@example.org'] });
+    const dead = createEmailNotifier({
+      smtp: { host: '127.0.0.1', port: smtp.port, secure: false },
+      from: 'b@example.org',
+      to: ['t@example.org'],
+    });
     const d = await dead.send(notification());
     assert.ok(d.ok === false && d.retry, JSON.stringify(d));
   });
@@ -139,7 +151,11 @@ describe('email over TLS', () => {
     const dir = tempDir();
     const key = path.join(dir, 'key.pem');
     const cert = path.join(dir, 'cert.pem');
-    const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { encoding: 'utf8' });
+    const gen = spawnSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'],
+      { encoding: 'utf8' },
+    );
     assert.equal(gen.status, 0, gen.stderr);
     const tls = { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
     for (const implicit of [false, true]) {
@@ -169,7 +185,11 @@ describe('Alertmanager', () => {
     assert.deepEqual(srv.requests[0]!.json, [
       {
         labels: { alertname: 'boundary-oscillation', run: '/runs/<team>&co', round: '2', severity: 'warning' },
-        annotations: { summary: 'The boundary reward swings <script>alert(1)</script> & more', recommendation: 'Lower the selector learning rate', step: '340' },
+        annotations: {
+          summary: 'The boundary reward swings <script>alert(1)</script> & more',
+          recommendation: 'Lower the selector learning rate',
+          step: '340',
+        },
         startsAt: '2026-11-30T10:00:00.000Z',
         endsAt: '2026-11-30T11:00:00.000Z',
       },
@@ -194,7 +214,10 @@ describe('barwatch test-alert', () => {
     );
     const r = await barwatchAsync(['test-alert', '--config', cfg]);
     assert.equal(r.status, 1, r.stderr);
-    assert.equal(r.stdout, 'console: delivered\nslack: delivered\nemail: delivered\nalertmanager: not delivered: Alertmanager answered HTTP 500\n');
+    assert.equal(
+      r.stdout,
+      'console: delivered\nslack: delivered\nemail: delivered\nalertmanager: not delivered: Alertmanager answered HTTP 500\n',
+    );
     assert.ok(!(r.stdout + r.stderr).includes('XXSECRETXX'));
     assert.equal(smtp.messages[0]!.subject, 'barwatch test notification');
     assert.equal(slack.requests.length, 1);

@@ -30,13 +30,26 @@ function metric(r: LineResult): MetricRecord {
 describe('canonical keys', () => {
   test('every alias of SPEC 3.2 folds onto its component', () => {
     const cases: Record<string, string> = {
-      bdy: 'boundary', unc: 'boundary', unc_reward: 'boundary', boundary_reward: 'boundary', r_bdy: 'boundary',
-      rel: 'relevance', rel_reward: 'relevance', relevance_reward: 'relevance',
-      fmt: 'format', format_bonus: 'format', format_reward: 'format',
-      cnt: 'count', count_penalty: 'count',
-      'reward/boundary': 'boundary', 'rewards/boundary_reward/mean': 'boundary',
-      'rewards/boundary_reward/std': 'boundary_std', boundary_std: 'boundary_std', 'reward/format_std': 'format_std',
-      'rewards/format_reward_fn/mean': 'format', 'rewards/count_penalty_fn/std': 'count_std',
+      bdy: 'boundary',
+      unc: 'boundary',
+      unc_reward: 'boundary',
+      boundary_reward: 'boundary',
+      r_bdy: 'boundary',
+      rel: 'relevance',
+      rel_reward: 'relevance',
+      relevance_reward: 'relevance',
+      fmt: 'format',
+      format_bonus: 'format',
+      format_reward: 'format',
+      cnt: 'count',
+      count_penalty: 'count',
+      'reward/boundary': 'boundary',
+      'rewards/boundary_reward/mean': 'boundary',
+      'rewards/boundary_reward/std': 'boundary_std',
+      boundary_std: 'boundary_std',
+      'reward/format_std': 'format_std',
+      'rewards/format_reward_fn/mean': 'format',
+      'rewards/count_penalty_fn/std': 'count_std',
       'reward_extra_info/format': 'format',
     };
     for (const [raw, want] of Object.entries(cases)) assert.equal(canonicalKey(raw), want, raw);
@@ -93,7 +106,9 @@ describe('JSON with Python non-finite numbers', () => {
 
 describe('Python literals', () => {
   test('dicts with quoted numbers, nan, wrapped scalars, None and nesting', () => {
-    const v = parsePythonLiteral("{'loss': 0.03, 'reward': '0.875', 'x': nan, 'y': np.float64(0.1), 'z': tensor(0.5, device='cuda:0'), 'n': None, 'ok': True, 'l': [1, 2], 't': (1,)}") as Record<string, unknown>;
+    const v = parsePythonLiteral(
+      "{'loss': 0.03, 'reward': '0.875', 'x': nan, 'y': np.float64(0.1), 'z': tensor(0.5, device='cuda:0'), 'n': None, 'ok': True, 'l': [1, 2], 't': (1,)}",
+    ) as Record<string, unknown>;
     assert.equal(v['loss'], 0.03);
     assert.equal(v['reward'], '0.875');
     assert.ok(Number.isNaN(v['x']));
@@ -112,23 +127,40 @@ describe('Python literals', () => {
 describe('reward_history.jsonl', () => {
   test('the canonical selector line', () => {
     const p = new RewardHistoryParser(opts);
-    const r = metric(p.line('{"step": 37, "boundary": 0.41, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": 0.52, "accuracy": 0.47, "boundary_share": 0.28, "rollouts": 10, "time": "2026-11-29T10:00:00Z"}'));
+    const r = metric(
+      p.line(
+        '{"step": 37, "boundary": 0.41, "relevance": 0.31, "format": 1.0, "count": -0.5, "total": 0.52, "accuracy": 0.47, "boundary_share": 0.28, "rollouts": 10, "time": "2026-11-29T10:00:00Z"}',
+      ),
+    );
     assert.equal(r.step, 37);
-    assert.deepEqual(r.values, { boundary: 0.41, relevance: 0.31, format: 1, count: -0.5, total: 0.52, accuracy: 0.47, boundary_share: 0.28, rollouts: 10 });
+    assert.deepEqual(r.values, {
+      boundary: 0.41,
+      relevance: 0.31,
+      format: 1,
+      count: -0.5,
+      total: 0.52,
+      accuracy: 0.47,
+      boundary_share: 0.28,
+      rollouts: 10,
+    });
     assert.equal(r.time, Date.parse('2026-11-29T10:00:00Z'));
     assert.equal(p.format(), 'reward-history');
   });
 
   test('aliases, nesting under rewards, per-step std, numbers as strings', () => {
     const p = new RewardHistoryParser(opts);
-    const r = metric(p.line('{"step": "3", "rewards": {"unc_reward": 0.5, "rel": "0.2", "format_bonus": 1, "count_penalty": 0, "boundary_std": 0.1}}'));
+    const r = metric(
+      p.line('{"step": "3", "rewards": {"unc_reward": 0.5, "rel": "0.2", "format_bonus": 1, "count_penalty": 0, "boundary_std": 0.1}}'),
+    );
     assert.equal(r.step, 3);
     assert.deepEqual(r.values, { boundary: 0.5, relevance: 0.2, format: 1, count: 0, boundary_std: 0.1 });
   });
 
   test('verl file logger: the record under data', () => {
     const p = new RewardHistoryParser(opts);
-    const r = metric(p.line('{"step": 12, "data": {"critic/score/mean": 0.61, "reward/boundary": 0.4, "rewards/format_reward/mean": 1.0}}'));
+    const r = metric(
+      p.line('{"step": 12, "data": {"critic/score/mean": 0.61, "reward/boundary": 0.4, "rewards/format_reward/mean": 1.0}}'),
+    );
     assert.equal(r.step, 12);
     assert.deepEqual(r.values, { 'critic/score/mean': 0.61, boundary: 0.4, format: 1 });
     assert.equal(p.format(), 'verl-jsonl');
@@ -163,7 +195,11 @@ describe('train.log', () => {
 
   test('verl console with ANSI colours, a Ray prefix, np.float64 and full precision', () => {
     const p = new TextLogParser(opts);
-    const r = metric(p.line('\x1b[36m(TaskRunner pid=2419)\x1b[0m step:120 - critic/score/mean:0.610 - val-core/nq/acc/mean@1:np.float64(0.47) - actor/lr:1e-06 - reward_extra_info/format:0.7916666666666666'));
+    const r = metric(
+      p.line(
+        '\x1b[36m(TaskRunner pid=2419)\x1b[0m step:120 - critic/score/mean:0.610 - val-core/nq/acc/mean@1:np.float64(0.47) - actor/lr:1e-06 - reward_extra_info/format:0.7916666666666666',
+      ),
+    );
     assert.equal(r.step, 120);
     assert.deepEqual(r.values, { 'critic/score/mean': 0.61, 'val-core/nq/acc/mean@1': 0.47, 'actor/lr': 1e-6, format: 0.7916666666666666 });
     assert.equal(p.format(), 'verl-console');
@@ -182,7 +218,9 @@ describe('train.log', () => {
 
   test('filter lines: per question, with acc_list, and the summary', () => {
     const p = new TextLogParser(opts);
-    assert.deepEqual(records(p.line('[filter] id=q123 acc=0.45 kept=true')), [{ kind: 'filter-question', id: 'q123', acc: 0.45, kept: true }]);
+    assert.deepEqual(records(p.line('[filter] id=q123 acc=0.45 kept=true')), [
+      { kind: 'filter-question', id: 'q123', acc: 0.45, kept: true },
+    ]);
     const [q] = records(p.line('[filter] id=q9 acc_list=[0.2, 0.4, 0.6] kept=false'));
     assert.equal(q?.kind, 'filter-question');
     assert.ok(q?.kind === 'filter-question' && Math.abs(q.acc - 0.4) < 1e-12 && q.kept === false);
@@ -191,7 +229,14 @@ describe('train.log', () => {
   });
 
   test('every spelling of the rollout count', () => {
-    const lines = ['rollouts=10', 'K_ROLLOUTS=10', 'K Rollouts: 10', 'n_rollouts: 10', 'actor_rollout_ref.rollout.n=10', '[x] GENERATOR ROLLOUTS (K=10):'];
+    const lines = [
+      'rollouts=10',
+      'K_ROLLOUTS=10',
+      'K Rollouts: 10',
+      'n_rollouts: 10',
+      'actor_rollout_ref.rollout.n=10',
+      '[x] GENERATOR ROLLOUTS (K=10):',
+    ];
     for (const l of lines) {
       const got = records(new TextLogParser(opts).line(l)).filter((r) => r.kind === 'rollouts');
       assert.deepEqual(got, [{ kind: 'rollouts', k: 10 }], l);
@@ -200,7 +245,12 @@ describe('train.log', () => {
   });
 
   test('a trainer saying it finished', () => {
-    for (const l of ['Training finished.', '[2026-11-30 10:00:00] training completed in 3h', 'INFO Finished training', 'Final validation metrics: {...}']) {
+    for (const l of [
+      'Training finished.',
+      '[2026-11-30 10:00:00] training completed in 3h',
+      'INFO Finished training',
+      'Final validation metrics: {...}',
+    ]) {
       assert.deepEqual(new TextLogParser(opts).line(l), [{ kind: 'finished' }], l);
     }
   });
@@ -214,7 +264,11 @@ describe('train.log', () => {
 
   test('TRL console dicts after tqdm output split by \\r, numbered in order', () => {
     const p = new TextLogParser(opts);
-    const a = metric(p.line("  5%|▌ | 1/20 [00:03<01:00]\r{'loss': '0.0412', 'reward': 0.875, 'rewards/format_reward_fn/mean': 1.0, 'frac_reward_zero_std': 0.875, 'epoch': 0.0}"));
+    const a = metric(
+      p.line(
+        "  5%|▌ | 1/20 [00:03<01:00]\r{'loss': '0.0412', 'reward': 0.875, 'rewards/format_reward_fn/mean': 1.0, 'frac_reward_zero_std': 0.875, 'epoch': 0.0}",
+      ),
+    );
     const b = metric(p.line("{'loss': 0.1, 'reward': 0.5, 'epoch': 0.1}"));
     assert.equal(a.step, 1);
     assert.equal(b.step, 2);
@@ -240,18 +294,28 @@ describe('trainer_state.json', () => {
 
   test('training entries, eval keys apart, the summary skipped, only new entries on re-read', () => {
     const p = new TrainerStateParser(opts);
-    const first = records(p.document(doc([
-      { step: 1, reward: 0.1, 'rewards/boundary_fn/mean': 0.3, epoch: 0.1 },
-      { step: 2, reward: 0.2, eval_reward: 0.25 },
-    ])));
+    const first = records(
+      p.document(
+        doc([
+          { step: 1, reward: 0.1, 'rewards/boundary_fn/mean': 0.3, epoch: 0.1 },
+          { step: 2, reward: 0.2, eval_reward: 0.25 },
+        ]),
+      ),
+    );
     assert.deepEqual(first, [
       { kind: 'metrics', step: 1, values: { reward: 0.1, boundary: 0.3 } },
       { kind: 'metrics', step: 2, values: { reward: 0.2, 'eval/reward': 0.25 } },
     ]);
-    const second = records(p.document(doc([
-      { step: 1, reward: 0.1 }, { step: 2, reward: 0.2 }, { step: 3, reward: 0.3 },
-      { step: 3, train_runtime: 10, train_loss: 0.1 },
-    ])));
+    const second = records(
+      p.document(
+        doc([
+          { step: 1, reward: 0.1 },
+          { step: 2, reward: 0.2 },
+          { step: 3, reward: 0.3 },
+          { step: 3, train_runtime: 10, train_loss: 0.1 },
+        ]),
+      ),
+    );
     assert.deepEqual(second, [{ kind: 'metrics', step: 3, values: { reward: 0.3 } }, { kind: 'finished' }]);
   });
 
@@ -304,7 +368,10 @@ describe('BAR-RAG debug logs', () => {
     half.forEach((l) => p.line(l));
     const q = new BarragSelectorDebugParser({ ...opts, debugSamplesPerStep: 2 });
     q.restore(JSON.parse(JSON.stringify(p.snapshot())));
-    const out = lines.slice(14).flatMap((l) => records(q.line(l))).filter((r) => r.kind === 'metrics') as MetricRecord[];
+    const out = lines
+      .slice(14)
+      .flatMap((l) => records(q.line(l)))
+      .filter((r) => r.kind === 'metrics') as MetricRecord[];
     assert.equal(out.length, 1);
     assert.equal(out[0]!.values['samples'], 2);
     assert.equal(out[0]!.values['boundary'], 1);
@@ -324,13 +391,31 @@ describe('BAR-RAG debug logs', () => {
 
 describe('run configs', () => {
   test('canonical names', () => {
-    const s = readRunSettings('easy_threshold: 0.8\nunsolvable_threshold: 0.2\nvar_min: 0.02\nrollouts: 10\nweights: {boundary: 1.0, relevance: 0.2, format: 0.5, count: 1.0}\ntarget_accuracy: 0.5\n');
-    assert.deepEqual(s, { easyThreshold: 0.8, unsolvableThreshold: 0.2, varMin: 0.02, rollouts: 10, weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 }, targetAccuracy: 0.5 });
+    const s = readRunSettings(
+      'easy_threshold: 0.8\nunsolvable_threshold: 0.2\nvar_min: 0.02\nrollouts: 10\nweights: {boundary: 1.0, relevance: 0.2, format: 0.5, count: 1.0}\ntarget_accuracy: 0.5\n',
+    );
+    assert.deepEqual(s, {
+      easyThreshold: 0.8,
+      unsolvableThreshold: 0.2,
+      varMin: 0.02,
+      rollouts: 10,
+      weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 },
+      targetAccuracy: 0.5,
+    });
   });
 
   test("BAR-RAG's names, nested", () => {
-    const s = readRunSettings('reward:\n  lambda_unc: 1.0\n  lambda_rel: 0.2\n  format_bonus: 0.5\n  wrong_count_penalty: 0.5\n  max_count_penalty: 1.0\n  target_center: 0.6\nfilter:\n  mean_min: 0.25\n  mean_max: 0.85\n  K_ROLLOUTS: 8\n');
-    assert.deepEqual(s, { weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 0.5 }, countMax: 1, targetAccuracy: 0.6, unsolvableThreshold: 0.25, easyThreshold: 0.85, rollouts: 8 });
+    const s = readRunSettings(
+      'reward:\n  lambda_unc: 1.0\n  lambda_rel: 0.2\n  format_bonus: 0.5\n  wrong_count_penalty: 0.5\n  max_count_penalty: 1.0\n  target_center: 0.6\nfilter:\n  mean_min: 0.25\n  mean_max: 0.85\n  K_ROLLOUTS: 8\n',
+    );
+    assert.deepEqual(s, {
+      weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 0.5 },
+      countMax: 1,
+      targetAccuracy: 0.6,
+      unsolvableThreshold: 0.25,
+      easyThreshold: 0.85,
+      rollouts: 8,
+    });
   });
 
   test('broken YAML is malformed', () => {
@@ -379,7 +464,12 @@ describe('reward_history.jsonl read through the learned shape', () => {
       const r = metric(parser.line(line));
       if (r instanceof ShapedRecord) throughShape++;
       shaped.apply(r, r.step!, 0, 'f');
-      plain.apply({ kind: 'metrics', step: r.step, values: { ...r.values }, ...(r.time !== undefined ? { time: r.time } : {}) }, r.step!, 0, 'f');
+      plain.apply(
+        { kind: 'metrics', step: r.step, values: { ...r.values }, ...(r.time !== undefined ? { time: r.time } : {}) },
+        r.step!,
+        0,
+        'f',
+      );
     }
     assert.ok(throughShape >= 5, `${throughShape} records read through the shape`);
     assert.deepEqual(shaped.toJSON(), plain.toJSON());

@@ -15,7 +15,13 @@ import { tempDir } from './helpers/fs.js';
 import { writeRun } from './helpers/run.js';
 import { firstDiff } from './helpers/diff.js';
 
-const opts = () => ({ parser: DEFAULT_PARSER_OPTIONS, tail: DEFAULT_TAIL, stats: DEFAULT_STATS, now: () => 1_000_000, log: silentLogger() });
+const opts = () => ({
+  parser: DEFAULT_PARSER_OPTIONS,
+  tail: DEFAULT_TAIL,
+  stats: DEFAULT_STATS,
+  now: () => 1_000_000,
+  log: silentLogger(),
+});
 
 async function ingest(p: Pipeline, root: string): Promise<void> {
   const found = await discover([root]);
@@ -32,16 +38,30 @@ describe('pipeline', () => {
     const p = new Pipeline(opts());
     await ingest(p, dir);
     const run = p.registry.get(dir)!;
-    assert.deepEqual(run.orderedRounds().map((r) => `${r.role}${r.round}:${r.steps}`), ['selector1:50', 'generator1:50', 'selector2:50', 'generator2:50']);
+    assert.deepEqual(
+      run.orderedRounds().map((r) => `${r.role}${r.round}:${r.steps}`),
+      ['selector1:50', 'generator1:50', 'selector2:50', 'generator2:50'],
+    );
     assert.equal(run.filter.preN, 6);
     assert.equal(run.filter.postN, 4);
     assert.equal(run.filter.boundaryPre, 3);
     assert.equal(run.filter.boundaryPost, 3);
     assert.equal(run.filter.before, 6);
-    assert.deepEqual(run.settings, { easyThreshold: 0.8, unsolvableThreshold: 0.2, varMin: 0.02, rollouts: 10, weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 }, targetAccuracy: 0.5 });
+    assert.deepEqual(run.settings, {
+      easyThreshold: 0.8,
+      unsolvableThreshold: 0.2,
+      varMin: 0.02,
+      rollouts: 10,
+      weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 },
+      targetAccuracy: 0.5,
+    });
     assert.equal(run.rollouts?.k, 10);
     const sel = run.round('selector', 1)!;
-    assert.deepEqual(run.orderedRounds().map((r) => r.steps), [50, 50, 50, 50], JSON.stringify(run.orderedRounds().map((r) => [r.key, r.steps, r.records])));
+    assert.deepEqual(
+      run.orderedRounds().map((r) => r.steps),
+      [50, 50, 50, 50],
+      JSON.stringify(run.orderedRounds().map((r) => [r.key, r.steps, r.records])),
+    );
     // reward_history.jsonl and train.log both log it: read once, from the first file.
     assert.equal(sel.series.get('boundary')!.summary.n, 50);
     assert.equal(sel.duplicates, 100); // boundary and rollouts, 50 steps each
@@ -93,7 +113,12 @@ describe('pipeline', () => {
     await ingest(p, dir);
     const text = JSON.parse(p.statePieces({ alerting: { alerts: [], groups: {} } }).join('')) as StateFile;
     assert.deepEqual(text, { ...p.state(), alerting: { alerts: [], groups: {} } });
-    assert.deepEqual(text.runs[0]!.rounds.map((r) => `${r.role}${r.round}:${r.steps}`).sort(), ['generator1:50', 'generator2:50', 'selector1:100', 'selector2:100']);
+    assert.deepEqual(text.runs[0]!.rounds.map((r) => `${r.role}${r.round}:${r.steps}`).sort(), [
+      'generator1:50',
+      'generator2:50',
+      'selector1:100',
+      'selector2:100',
+    ]);
     await p.close();
   });
 
@@ -101,7 +126,10 @@ describe('pipeline', () => {
     const dir = tempDir();
     const sel = path.join(dir, 'outputs', 'selector_round1');
     mkdirSync(sel, { recursive: true });
-    writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.1}\n{"step": 2, "boundary": \n{"step": 3, "boundary": 0.3}\nnot json\n{"step": 4, "boundary": NaN}\n');
+    writeFileSync(
+      path.join(sel, 'reward_history.jsonl'),
+      '{"step": 1, "boundary": 0.1}\n{"step": 2, "boundary": \n{"step": 3, "boundary": 0.3}\nnot json\n{"step": 4, "boundary": NaN}\n',
+    );
     const p = new Pipeline(opts());
     await ingest(p, dir);
     const src = [...p.sources.values()][0]!;
@@ -130,7 +158,10 @@ describe('pipeline', () => {
     const { state, problems } = await loadState(file, Date.parse('2026-11-30T00:00:00Z'));
     assert.equal(state, null);
     assert.equal(problems.length, 1);
-    assert.match(problems[0]!, /unusable \(not valid JSON \(25 bytes\)\); moved to .*state\.json\.corrupt-2026-11-30T00-00-00-000Z; rebuilding from the logs/);
+    assert.match(
+      problems[0]!,
+      /unusable \(not valid JSON \(25 bytes\)\); moved to .*state\.json\.corrupt-2026-11-30T00-00-00-000Z; rebuilding from the logs/,
+    );
     // A complete temp file (crash between fsync and rename) wins.
     writeFileSync(file + '.tmp', JSON.stringify({ version: 1, savedAt: 'x', files: {}, runs: [] }));
     const again = await loadState(file);

@@ -14,7 +14,13 @@ test('role, round and run folder from the path (SPEC 3.1)', () => {
     ['/deep/x/y/run7/logs/train.log', { run: '/deep/x/y/run7', role: 'unknown', round: null }],
   ];
   for (const [file, want] of cases) {
-    const kind = file.endsWith('.yaml') ? 'run-config' : file.includes('selector_reward_debug') ? 'selector-debug' : file.endsWith('.jsonl') ? 'jsonl' : 'text';
+    const kind = file.endsWith('.yaml')
+      ? 'run-config'
+      : file.includes('selector_reward_debug')
+        ? 'selector-debug'
+        : file.endsWith('.jsonl')
+          ? 'jsonl'
+          : 'text';
     assert.deepEqual(placeFile(file, kind), want, file);
   }
 });

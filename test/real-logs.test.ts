@@ -58,7 +58,11 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     const r = run.rounds[0]!;
     assert.equal(r.steps, 2);
     // The expected mean comes from the log itself (read from ../shared, its values not copied here).
-    const formats = [...readFileSync(real('verl-console-reward-extra-info-format-sample.log'), 'utf8').matchAll(/reward_extra_info\/format:([0-9.eE+-]+)/g)].map((m) => Number(m[1]));
+    const formats = [
+      ...readFileSync(real('verl-console-reward-extra-info-format-sample.log'), 'utf8').matchAll(
+        /reward_extra_info\/format:([0-9.eE+-]+)/g,
+      ),
+    ].map((m) => Number(m[1]));
     assert.equal(formats.length, 2);
     assert.ok(Math.abs(r.series['format']!.mean! - (formats[0]! + formats[1]!) / 2) < 1e-12);
     assert.ok(r.series['reward_extra_info/distance']!.n === 2);
@@ -144,7 +148,10 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
   test('the collapse log gives reward-collapse (critical) and nothing else, at the step the reward has sat at 0 for the window', () => {
     const run = one('trl-console-grpo-collapse.log', 1);
     const f = run.findings as { detector: string; severity: string; step: number; evidence: Record<string, unknown> }[];
-    assert.deepEqual(f.map((x) => x.detector), ['reward-collapse']);
+    assert.deepEqual(
+      f.map((x) => x.detector),
+      ['reward-collapse'],
+    );
     assert.equal(f[0]!.severity, 'critical');
     assert.ok((f[0]!.evidence['frac_reward_zero_std'] as number) >= 0.9);
     assert.ok(f[0]!.step >= 20 && f[0]!.step <= 30, `step ${f[0]!.step}`);
@@ -153,7 +160,10 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
   test('the BAR-RAG debug sample (K=4) gives low-rollouts with the standard error at its c=0.6', () => {
     const run = one('barrag-debug/selector_reward_debug_7595.log', 1);
     const f = run.findings as { detector: string; evidence: Record<string, unknown> }[];
-    assert.deepEqual(f.map((x) => x.detector), ['low-rollouts']);
+    assert.deepEqual(
+      f.map((x) => x.detector),
+      ['low-rollouts'],
+    );
     const log = debugLog();
     assert.equal(f[0]!.evidence['standard_error'], Number(Math.sqrt((log.center * (1 - log.center)) / log.k).toFixed(4)));
   });
@@ -163,6 +173,9 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     assert.equal(status, 1);
     const files = doc.runs.flatMap((r) => r.files);
     assert.equal(files.length, 8);
-    assert.equal(files.reduce((a, f) => a + f.malformed, 0), 0);
+    assert.equal(
+      files.reduce((a, f) => a + f.malformed, 0),
+      0,
+    );
   });
 });

@@ -17,7 +17,10 @@ describe('barwatch simulate', () => {
     test(`${name}: the findings of a finished run, seeds 1-3`, async () => {
       for (const seed of [1, 2, 3]) {
         const o = await runSim(name, seed);
-        assert.ok(asExpected(o), `${name} seed ${seed}: ${o.ids.join(', ') || '(none)'}\n${o.findings.map((f) => `  ${f.detector}: ${f.message}`).join('\n')}`);
+        assert.ok(
+          asExpected(o),
+          `${name} seed ${seed}: ${o.ids.join(', ') || '(none)'}\n${o.findings.map((f) => `  ${f.detector}: ${f.message}`).join('\n')}`,
+        );
         if (name === 'healthy') assert.deepEqual(o.ids, []);
       }
     });
@@ -39,7 +42,14 @@ describe('barwatch simulate', () => {
     const r = barwatch(['simulate', dir, '--scenario', 'few-rollouts', '--seed', '4', '--rounds', '2']);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /wrote 2 round\(s\) of scenario few-rollouts .*expected findings: low-rollouts/s);
-    for (const f of ['configs/filter_config.yaml', 'configs/reward_config.yaml', 'outputs/selector_round1/reward_history.jsonl', 'outputs/selector_round2/train.log', 'outputs/generator_round2/reward_history.jsonl', 'outputs/train_finished.log']) {
+    for (const f of [
+      'configs/filter_config.yaml',
+      'configs/reward_config.yaml',
+      'outputs/selector_round1/reward_history.jsonl',
+      'outputs/selector_round2/train.log',
+      'outputs/generator_round2/reward_history.jsonl',
+      'outputs/train_finished.log',
+    ]) {
       assert.ok(existsSync(path.join(dir, f)), f);
     }
     const log = readFileSync(path.join(dir, 'outputs/selector_round1/train.log'), 'utf8');

@@ -1,7 +1,18 @@
 /** The detectors' statistics against values computed by hand or known from tables. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { detrend, fUpper, incompleteBeta, mannKendall, noiseSd, normalCdf, spectralPeak, studentTUpper, theilSen, welch } from '../src/detectors/statistics.js';
+import {
+  detrend,
+  fUpper,
+  incompleteBeta,
+  mannKendall,
+  noiseSd,
+  normalCdf,
+  spectralPeak,
+  studentTUpper,
+  theilSen,
+  welch,
+} from '../src/detectors/statistics.js';
 
 const close = (a: number, b: number, tol: number, what: string): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
 
@@ -45,7 +56,7 @@ describe('trend tests', () => {
 describe('spectral peak', () => {
   test('finds the period of a sine under noise and trend, and not in white noise', () => {
     let seed = 7;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) - 0.5;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648 - 0.5;
     const sine = Array.from({ length: 64 }, (_, i) => 0.01 * i + 0.15 * Math.sin((2 * Math.PI * i) / 12) + 0.03 * rand());
     const k = spectralPeak(sine, 4, 32)!;
     close(k.period, 12.8, 1.5, 'period');

@@ -21,16 +21,35 @@ test('summary email: rounds, direction of change, accuracy vs c, alerts of the l
   const now = Date.now();
   const res = await analyzePaths([root], loadConfig(null), silentLogger(), () => now);
   const alerts = [
-    { time: new Date(now - 3_600_000).toISOString(), status: 'firing', detector: 'boundary-oscillation', run: path.join(root, 'osc'), severity: 'warning' },
-    { time: new Date(now - 2 * 86_400_000).toISOString(), status: 'firing', detector: 'stale-run', run: path.join(root, 'osc'), severity: 'warning' },
+    {
+      time: new Date(now - 3_600_000).toISOString(),
+      status: 'firing',
+      detector: 'boundary-oscillation',
+      run: path.join(root, 'osc'),
+      severity: 'warning',
+    },
+    {
+      time: new Date(now - 2 * 86_400_000).toISOString(),
+      status: 'firing',
+      detector: 'stale-run',
+      run: path.join(root, 'osc'),
+      severity: 'warning',
+    },
   ];
   const s = buildSummary(res.runs, alerts, now);
-  assert.match(s.text, /selector round 2: boundary mean 0\.\d{3} \(up 0\.\d{3}\), variance 0\.\d{3} \(down 0\.\d{3}\); accuracy 0\.\d{3} vs c=0\.5; boundary signal share \d+%/);
+  assert.match(
+    s.text,
+    /selector round 2: boundary mean 0\.\d{3} \(up 0\.\d{3}\), variance 0\.\d{3} \(down 0\.\d{3}\); accuracy 0\.\d{3} vs c=0\.5; boundary signal share \d+%/,
+  );
   assert.match(s.text, /last 24 h: 1 alert\(s\) fired, 0 resolved \(boundary-oscillation\)/);
   assert.match(s.text, /filter: boundary share \d+% before, \d+% after/);
   assert.equal(s.charts.length, 4);
   const smtp = await new SmtpCapture().start();
-  const email = createEmailNotifier({ smtp: { host: '127.0.0.1', port: smtp.port, secure: false }, from: 'b@example.org', to: ['t@example.org'] });
+  const email = createEmailNotifier({
+    smtp: { host: '127.0.0.1', port: smtp.port, secure: false },
+    from: 'b@example.org',
+    to: ['t@example.org'],
+  });
   assert.deepEqual(await email.sendSummary!(s), { ok: true });
   await email.close?.();
   const m = smtp.messages[0]!;
@@ -53,11 +72,23 @@ test('barwatch summary prints the summary from the state file; --send reports pe
   mkdirSync(state);
   const cfgFile = path.join(root, 'c.yaml');
   const smtp = await new SmtpCapture().start();
-  writeFileSync(cfgFile, `state_dir: state\nnotify:\n  email: {smtp: {host: 127.0.0.1, port: ${smtp.port}, secure: false}, to: [t@example.org]}\n`);
+  writeFileSync(
+    cfgFile,
+    `state_dir: state\nnotify:\n  email: {smtp: {host: 127.0.0.1, port: ${smtp.port}, secure: false}, to: [t@example.org]}\n`,
+  );
   const config = parseConfig(`state_dir: state\n`, cfgFile);
   const res = await analyzePaths([path.join(root, 'runs')], config, silentLogger());
   await writeAtomic(path.join(state, 'state.json'), JSON.stringify(res.pipeline.state()));
-  appendFileSync(path.join(state, 'alerts.jsonl'), JSON.stringify({ time: new Date().toISOString(), status: 'firing', detector: 'stale-run', run: path.join(root, 'runs', 'a'), severity: 'warning' }) + '\n');
+  appendFileSync(
+    path.join(state, 'alerts.jsonl'),
+    JSON.stringify({
+      time: new Date().toISOString(),
+      status: 'firing',
+      detector: 'stale-run',
+      run: path.join(root, 'runs', 'a'),
+      severity: 'warning',
+    }) + '\n',
+  );
   const printed = await barwatchAsync(['summary', '--config', cfgFile]);
   assert.equal(printed.status, 0, printed.stderr);
   assert.match(printed.stdout, /^barwatch summary: 1 run\(s\), 1 alert\(s\) in the last 24 h\n/);
@@ -72,6 +103,10 @@ test('barwatch summary prints the summary from the state file; --send reports pe
 });
 
 test('a bad cron expression or time zone is refused', () => {
-  assert.throws(() => parseConfig('summary: {cron: "every night", timezone: Mars/Olympus}\n', '/etc/b.yaml'), (err: Error) =>
-    err.message === '/etc/b.yaml: summary.cron: is not a valid cron expression (e.g. "0 23 * * *")\n/etc/b.yaml: summary.timezone: is not a known time zone (e.g. UTC, Europe/Paris)');
+  assert.throws(
+    () => parseConfig('summary: {cron: "every night", timezone: Mars/Olympus}\n', '/etc/b.yaml'),
+    (err: Error) =>
+      err.message ===
+      '/etc/b.yaml: summary.cron: is not a valid cron expression (e.g. "0 23 * * *")\n/etc/b.yaml: summary.timezone: is not a known time zone (e.g. UTC, Europe/Paris)',
+  );
 });

@@ -85,7 +85,16 @@ describe('tailer edge cases', () => {
   test('a partial last line waits for its newline; CRLF and invalid UTF-8 do not break lines', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'train.log');
-    writeFileSync(file, Buffer.concat([Buffer.from('a=1\r\nbad '), Buffer.from([0xff, 0xfe]), Buffer.from(' bytes\n'), Buffer.from([0xe2, 0x82]), Buffer.from('partial')]));
+    writeFileSync(
+      file,
+      Buffer.concat([
+        Buffer.from('a=1\r\nbad '),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from(' bytes\n'),
+        Buffer.from([0xe2, 0x82]),
+        Buffer.from('partial'),
+      ]),
+    );
     const t = new FileTailer(file);
     const out: string[] = [];
     await readAll(t, out);
@@ -103,7 +112,9 @@ describe('tailer edge cases', () => {
     const long = 'y'.repeat(50_000);
     writeFileSync(file, `first\n${long}\nsecond\n${long}`);
     const skipped: number[] = [];
-    const t = new FileTailer(file, { maxLineBytes: 1000, chunkBytes: 4096, maxBytesPerRead: 1 << 20 }, null, { longLine: ({ bytes }) => skipped.push(bytes) });
+    const t = new FileTailer(file, { maxLineBytes: 1000, chunkBytes: 4096, maxBytesPerRead: 1 << 20 }, null, {
+      longLine: ({ bytes }) => skipped.push(bytes),
+    });
     const out: string[] = [];
     await readAll(t, out);
     assert.deepEqual(out, ['first', 'second']);
@@ -124,7 +135,10 @@ describe('tailer edge cases', () => {
     const file = path.join(dir, 'train.log');
     writeFileSync(file, 'step=1 a=1\nstep=2 a=2\n');
     const notes: string[] = [];
-    const t = new FileTailer(file, undefined, null, { truncated: ({ rewritten }) => notes.push(rewritten ? 'rewritten' : 'truncated'), rotated: ({ reason }) => notes.push(reason) });
+    const t = new FileTailer(file, undefined, null, {
+      truncated: ({ rewritten }) => notes.push(rewritten ? 'rewritten' : 'truncated'),
+      rotated: ({ reason }) => notes.push(reason),
+    });
     const out: string[] = [];
     await readAll(t, out);
     truncateSync(file, 0);

@@ -33,25 +33,35 @@ test('every scenario written live: the daemon raises exactly the findings analyz
   const root = tempDir();
   const seed = 4;
   const now = Date.now();
-  const writes = SCENARIO_NAMES.flatMap((name) => scenarioWrites(name, seed, now).map((w) => ({ ...w, file: path.join(root, 'runs', name, w.file) })));
+  const writes = SCENARIO_NAMES.flatMap((name) =>
+    scenarioWrites(name, seed, now).map((w) => ({ ...w, file: path.join(root, 'runs', name, w.file) })),
+  );
   writes.sort((a, b) => a.time - b.time);
   const expectedLines = writes.filter((w) => !w.file.endsWith('.yaml')).reduce((a, w) => a + (w.text.match(/\n/g)?.length ?? 0), 0);
   const planFile = path.join(root, 'plan.json');
   writeFileSync(planFile, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every: 25, pauseMs: 1 }));
   const state = path.join(root, 'state');
   const cfg = path.join(root, 'barwatch.yaml');
-  writeFileSync(cfg, `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: 4s}\n`);
+  writeFileSync(
+    cfg,
+    `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: 4s}\n`,
+  );
 
   const d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
   await d.waitFor((l) => l.msg === 'watching');
   const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
-  await new Promise<void>((resolve, reject) => writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))));
+  await new Promise<void>((resolve, reject) =>
+    writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
+  );
   await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= expectedLines, 60_000);
   // The stale run stopped writing early in the replay: the daemon must say so by itself.
   await d.waitFor((l) => l.msg.startsWith('firing: stale-run'), 30_000);
   assert.equal(await d.stop(), 0);
 
-  const alerts = readFileSync(path.join(state, 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AlertLine);
+  const alerts = readFileSync(path.join(state, 'alerts.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as AlertLine);
   const live = new Map<string, AlertLine>();
   for (const a of alerts) {
     const key = `${a.run}|${a.detector}|${a.round}`;

@@ -21,7 +21,10 @@ function lines(from: number, n: number, swing: boolean, r: () => number): string
   const out: string[] = [];
   for (let s = from; s < from + n; s++) {
     const b = 0.62 + 0.04 * normal(r) + (swing ? 0.2 * Math.sin((2 * Math.PI * s) / 10) : 0);
-    out.push(JSON.stringify({ step: s, boundary: +b.toFixed(4), accuracy: +(0.5 + 0.01 * normal(r)).toFixed(4), format: 1, relevance: 0.3 }) + '\n');
+    out.push(
+      JSON.stringify({ step: s, boundary: +b.toFixed(4), accuracy: +(0.5 + 0.01 * normal(r)).toFixed(4), format: 1, relevance: 0.3 }) +
+        '\n',
+    );
   }
   return out;
 }
@@ -55,7 +58,9 @@ test('a run that turns oscillating then heals: one Slack message and one email, 
   const write = async (chunk: string[]): Promise<void> => {
     const plan = path.join(dir, `plan-${Math.random()}.json`);
     writeFileSync(plan, JSON.stringify({ writes: chunk.map((text) => ({ file, text })), every: 10, pauseMs: 2 }));
-    await new Promise<void>((resolve, reject) => fork(REPLAY, [plan], { stdio: 'inherit' }).on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`writer ${c}`)))));
+    await new Promise<void>((resolve, reject) =>
+      fork(REPLAY, [plan], { stdio: 'inherit' }).on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`writer ${c}`)))),
+    );
   };
   await write(phases[0]!);
   await write(phases[1]!);
@@ -63,7 +68,7 @@ test('a run that turns oscillating then heals: one Slack message and one email, 
   const firedAt = Date.parse(fired['time'] as string);
   const sentLog = await d.waitFor((l) => l.msg.startsWith('sent to email'), 15_000);
   assert.ok(Date.parse(sentLog['time'] as string) - firedAt <= 1000 + 1500, 'sent within group_wait plus a second');
-  await d.waitFor(() => d.logs.filter((x) => x.msg.startsWith("sent to ")).length >= 3, 10_000);
+  await d.waitFor(() => d.logs.filter((x) => x.msg.startsWith('sent to ')).length >= 3, 10_000);
   assert.equal(slack.requests.length, 1);
   assert.equal(smtp.messages.length, 1);
   assert.equal(am.requests.length, 1);

@@ -25,11 +25,17 @@ function writer(file: string, first: number, n: number, perSecond: number): Prom
   return new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))));
 }
 
-const status = (records: number) => (l: LogLine): boolean => typeof l['records'] === 'number' && (l['records'] as number) >= records && l.msg.startsWith('status:');
+const status =
+  (records: number) =>
+  (l: LogLine): boolean =>
+    typeof l['records'] === 'number' && (l['records'] as number) >= records && l.msg.startsWith('status:');
 
 function config(dir: string): string {
   const file = path.join(dir, 'barwatch.yaml');
-  writeFileSync(file, `state_dir: ${path.join(dir, 'state')}\nwatch:\n  status_interval: 200ms\n  checkpoint_interval: 200ms\nlog:\n  format: json\n  level: debug\n`);
+  writeFileSync(
+    file,
+    `state_dir: ${path.join(dir, 'state')}\nwatch:\n  status_interval: 200ms\n  checkpoint_interval: 200ms\nlog:\n  format: json\n  level: debug\n`,
+  );
   return file;
 }
 
@@ -79,7 +85,11 @@ describe('barwatch watch', () => {
     const r1state = after.runs[0]!.rounds.find((r) => r.round === 1)!;
     assert.equal(r1state.steps, 70);
     assert.equal(r1state.series['boundary']!.summary.n, 70);
-    assert.deepEqual(again.logs.filter((l) => l.level >= 50), [], 'no error was logged');
+    assert.deepEqual(
+      again.logs.filter((l) => l.level >= 50),
+      [],
+      'no error was logged',
+    );
   });
 
   test('with no config and no path: the current folder is the run, only its run folders are read', async () => {
@@ -110,7 +120,10 @@ describe('barwatch watch', () => {
     assert.equal(loops.length, 1, JSON.stringify(loops));
     assert.equal(loops[0]!['path'], path.join(dir, 'runs', 'run1', 'outputs', 'loop'));
     const runs = d.logs.filter((l) => l.msg === 'discovered run');
-    assert.deepEqual(runs.map((l) => l['run']), [path.join(dir, 'runs', 'run1')]);
+    assert.deepEqual(
+      runs.map((l) => l['run']),
+      [path.join(dir, 'runs', 'run1')],
+    );
   });
 });
 
@@ -133,7 +146,14 @@ describe('barwatch watch: SIGHUP', () => {
     await d.waitFor((l) => l.msg === 'configuration reloaded');
     await d.waitFor((l) => l.msg.startsWith('resolved: low-rollouts'));
     assert.equal(await d.stop(), 0);
-    const alerts = readFileSync(path.join(dir, 'state', 'alerts.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { status: string; detector: string });
-    assert.deepEqual(alerts.map((a) => `${a.status}:${a.detector}`).sort(), ['firing:low-rollouts', 'firing:nonfinite-reward', 'resolved:low-rollouts']);
+    const alerts = readFileSync(path.join(dir, 'state', 'alerts.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { status: string; detector: string });
+    assert.deepEqual(alerts.map((a) => `${a.status}:${a.detector}`).sort(), [
+      'firing:low-rollouts',
+      'firing:nonfinite-reward',
+      'resolved:low-rollouts',
+    ]);
   });
 });

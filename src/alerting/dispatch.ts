@@ -85,7 +85,11 @@ export class Dispatcher {
         if (s !== null) {
           if (!this.silencedSeen.has(a.fingerprint)) {
             this.silencedSeen.add(a.fingerprint);
-            out.decisions.push({ group: name, send: false, reason: `${a.finding.detector} silenced by ${s.id} until ${s.endsAt}${s.comment ? ` (${s.comment})` : ''}` });
+            out.decisions.push({
+              group: name,
+              send: false,
+              reason: `${a.finding.detector} silenced by ${s.id} until ${s.endsAt}${s.comment ? ` (${s.comment})` : ''}`,
+            });
           }
           if (a.state === 'resolved') book.forget(a.key);
           else if (g.notified.includes(a.fingerprint)) g.notified = g.notified.filter((x) => x !== a.fingerprint);
@@ -105,18 +109,27 @@ export class Dispatcher {
       let reason: string | null = null;
       if (fresh.length > 0) reason = g.lastFlush === null ? 'first notification of the group' : 'new alerts in group';
       else if (resolving.length > 0) reason = 'alerts resolved';
-      else if (firing.length > 0 && g.lastFlush !== null && now - g.lastFlush >= this.opts.repeatIntervalMs) reason = 'repeat interval elapsed';
+      else if (firing.length > 0 && g.lastFlush !== null && now - g.lastFlush >= this.opts.repeatIntervalMs)
+        reason = 'repeat interval elapsed';
       if (reason === null) {
         if (firing.length === 0 && resolved.length === 0 && alerts.length === 0) this.groups.delete(name);
         g.nextFlush = null;
         continue;
       }
       if (g.nextFlush === null) {
-        g.nextFlush = reason === 'repeat interval elapsed' ? now : g.lastFlush === null ? now + this.opts.groupWaitMs : Math.max(now, g.lastFlush + this.opts.groupIntervalMs);
+        g.nextFlush =
+          reason === 'repeat interval elapsed'
+            ? now
+            : g.lastFlush === null
+              ? now + this.opts.groupWaitMs
+              : Math.max(now, g.lastFlush + this.opts.groupIntervalMs);
         out.decisions.push({ group: name, send: false, reason: `${reason}: waiting until ${new Date(g.nextFlush).toISOString()}` });
       }
       if (g.nextFlush > now) continue;
-      const alertsOut = [...firing.map((a) => toNotified(a, 'firing', sparkline)), ...resolving.map((a) => toNotified(a, 'resolved', sparkline))];
+      const alertsOut = [
+        ...firing.map((a) => toNotified(a, 'firing', sparkline)),
+        ...resolving.map((a) => toNotified(a, 'resolved', sparkline)),
+      ];
       out.notifications.push({ group: name, reason, createdAt: new Date(now).toISOString(), alerts: alertsOut });
       out.decisions.push({ group: name, send: true, reason });
       g.notified = firing.map((a) => a.fingerprint);
@@ -139,7 +152,10 @@ export class Dispatcher {
 /** The same content to the same channel gives the same key, across restarts. */
 export function dedupeKey(channel: string, n: Omit<Notification, 'channel' | 'id' | 'dedupeKey'>, repeatEpoch: string): string {
   const parts = n.alerts.map((a) => `${a.status}:${a.fingerprint}`).sort();
-  return createHash('sha1').update(`${channel}\n${n.group}\n${parts.join('\n')}\n${repeatEpoch}`).digest('hex').slice(0, 20);
+  return createHash('sha1')
+    .update(`${channel}\n${n.group}\n${parts.join('\n')}\n${repeatEpoch}`)
+    .digest('hex')
+    .slice(0, 20);
 }
 
 export function newId(): string {

@@ -29,7 +29,16 @@ export class AlertBook {
       holding.add(key);
       let a = this.alerts.get(key);
       if (a === undefined || a.state === 'resolved') {
-        a = { key, fingerprint: `${key}@${f.step ?? '-'}`, state: 'pending', finding: f, activeSince: now, firingSince: null, lastHeld: now, resolvedAt: null };
+        a = {
+          key,
+          fingerprint: `${key}@${f.step ?? '-'}`,
+          state: 'pending',
+          finding: f,
+          activeSince: now,
+          firingSince: null,
+          lastHeld: now,
+          resolvedAt: null,
+        };
         this.alerts.set(key, a);
       }
       a.finding = f;

@@ -78,7 +78,9 @@ export class Outbox {
   async init(): Promise<void> {
     if (!(await this.disk('create the outbox folder', () => fsp.mkdir(path.join(this.dir, 'failed'), { recursive: true })))) return;
     if (existsSync(this.logFile)) {
-      const lines = readFileSync(this.logFile, 'utf8').split('\n').filter((l) => l.trim() !== '');
+      const lines = readFileSync(this.logFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '');
       for (const l of lines.slice(-LOG_KEEP)) {
         try {
           this.sent.add((JSON.parse(l) as DeliveryRecord).dedupeKey);
@@ -117,7 +119,10 @@ export class Outbox {
   async enqueue(n: Notification): Promise<boolean> {
     const queued = [...this.entries.values()].some((e) => e.notification.dedupeKey === n.dedupeKey);
     if (queued || this.sent.has(n.dedupeKey)) {
-      this.log.info({ channel: n.channel, group: n.group, notifier: n.channel }, `not queued: the same notification was already ${queued ? 'queued' : 'sent'}`);
+      this.log.info(
+        { channel: n.channel, group: n.group, notifier: n.channel },
+        `not queued: the same notification was already ${queued ? 'queued' : 'sent'}`,
+      );
       return false;
     }
     const e: Entry = { notification: n, attempts: 0, nextAttempt: this.now(), lastError: null };
@@ -143,7 +148,10 @@ export class Outbox {
       const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       if (this.diskError !== code) {
         this.diskError = code;
-        this.log.error({ stateDir: path.dirname(this.dir), code }, `cannot ${what} (${code}); notifications and the record of what was sent are kept in memory until the state folder can be written`);
+        this.log.error(
+          { stateDir: path.dirname(this.dir), code },
+          `cannot ${what} (${code}); notifications and the record of what was sent are kept in memory until the state folder can be written`,
+        );
       }
       return false;
     }
@@ -196,7 +204,10 @@ export class Outbox {
         continue;
       }
       if (!r.retry) {
-        log.error({ id: n.id, attempts: e.attempts }, `${n.channel} refused a notification: ${r.error}; not retried, kept in outbox/failed`);
+        log.error(
+          { id: n.id, attempts: e.attempts },
+          `${n.channel} refused a notification: ${r.error}; not retried, kept in outbox/failed`,
+        );
         await this.fail(e, r.error);
         continue;
       }
@@ -207,7 +218,10 @@ export class Outbox {
       e.lastError = r.error;
       blocked.add(n.channel);
       if (ch.logged !== r.error) {
-        log.warn({ id: n.id, attempts: e.attempts, retryInMs: wait, queued: this.entries.size }, `cannot send to ${n.channel}: ${r.error}; retrying with backoff`);
+        log.warn(
+          { id: n.id, attempts: e.attempts, retryInMs: wait, queued: this.entries.size },
+          `cannot send to ${n.channel}: ${r.error}; retrying with backoff`,
+        );
         ch.logged = r.error;
       }
       await this.disk('update a queued notification', () => this.write(path.join(this.dir, `${n.id}.json`), e));
@@ -216,7 +230,14 @@ export class Outbox {
 
   private async delivered(e: Entry): Promise<void> {
     const n = e.notification;
-    const rec: DeliveryRecord = { time: new Date(this.now()).toISOString(), id: n.id, dedupeKey: n.dedupeKey, channel: n.channel, group: n.group, attempts: e.attempts };
+    const rec: DeliveryRecord = {
+      time: new Date(this.now()).toISOString(),
+      id: n.id,
+      dedupeKey: n.dedupeKey,
+      channel: n.channel,
+      group: n.group,
+      attempts: e.attempts,
+    };
     this.sent.add(n.dedupeKey);
     this.entries.delete(n.id);
     this.counters.sent.set(n.channel, (this.counters.sent.get(n.channel) ?? 0) + 1);

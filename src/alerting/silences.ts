@@ -64,7 +64,9 @@ export class SilenceStore {
         this.list = v as Silence[];
       } catch (err) {
         this.list = [];
-        this.warn?.(`cannot read ${this.file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); no silence applies until it is fixed or rewritten by \`barwatch silence add\``);
+        this.warn?.(
+          `cannot read ${this.file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); no silence applies until it is fixed or rewritten by \`barwatch silence add\``,
+        );
       }
     }
     return this.list;
@@ -77,7 +79,8 @@ export class SilenceStore {
   /** Which silence, of those active at `now`, covers an alert: the file is looked at once per matcher. */
   matcher(now: number): (a: Alert) => Silence | null {
     const list = this.active(now).map((s) => ({ s, run: globToRegExp(s.run) }));
-    return (a) => list.find(({ s, run }) => (s.detector === '*' || s.detector === a.finding.detector) && run.test(a.finding.run))?.s ?? null;
+    return (a) =>
+      list.find(({ s, run }) => (s.detector === '*' || s.detector === a.finding.detector) && run.test(a.finding.run))?.s ?? null;
   }
 
   async add(s: Omit<Silence, 'id' | 'createdAt'>, now: number): Promise<Silence> {

@@ -51,7 +51,14 @@ export interface Config {
   parser: ParserOptions;
   tail: TailOptions;
   stats: StatsOptions;
-  alerting: { forMs: number; keepFiringForMs: number; groupWaitMs: number; groupIntervalMs: number; repeatIntervalMs: number; resolveNotify: boolean };
+  alerting: {
+    forMs: number;
+    keepFiringForMs: number;
+    groupWaitMs: number;
+    groupIntervalMs: number;
+    repeatIntervalMs: number;
+    resolveNotify: boolean;
+  };
   notify: {
     slack?: { webhookUrl: Secret };
     email?: {
@@ -244,7 +251,14 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
    * A secret from exactly one place: the config itself (`key`), a file (`key_file`), or the
    * environment variable `envName`. `required` adds a problem when none of them is set.
    */
-  const secret = (section: string, key: string, direct: string | undefined, file: string | undefined, envName: string, required: boolean): Secret | undefined => {
+  const secret = (
+    section: string,
+    key: string,
+    direct: string | undefined,
+    file: string | undefined,
+    envName: string,
+    required: boolean,
+  ): Secret | undefined => {
     if (direct !== undefined && file !== undefined) {
       problems.push({ file: name, key: section, message: `at most one of ${key} and ${key}_file may be set` });
       return undefined;
@@ -271,14 +285,21 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
       problems.push({ file: name, key: 'notify.email.smtp.user', message: 'is required when a password is given' });
     }
     notify.email = {
-      smtp: { host: smtp.host, port: smtp.port, secure: smtp.secure, ...(smtp.user !== undefined ? { user: smtp.user } : {}), ...(pass !== undefined ? { pass } : {}) },
+      smtp: {
+        host: smtp.host,
+        port: smtp.port,
+        secure: smtp.secure,
+        ...(smtp.user !== undefined ? { user: smtp.user } : {}),
+        ...(pass !== undefined ? { pass } : {}),
+      },
       from: email.from,
       to: email.to,
     };
   }
   if (raw.notify.alertmanager !== undefined) notify.alertmanager = { url: raw.notify.alertmanager.url };
 
-  if (!cron.validate(raw.summary.cron)) problems.push({ file: name, key: 'summary.cron', message: 'is not a valid cron expression (e.g. "0 23 * * *")' });
+  if (!cron.validate(raw.summary.cron))
+    problems.push({ file: name, key: 'summary.cron', message: 'is not a valid cron expression (e.g. "0 23 * * *")' });
   try {
     new Intl.DateTimeFormat('en', { timeZone: raw.summary.timezone });
   } catch {
@@ -301,7 +322,11 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     if (port > 65535) problems.push({ file: name, key: 'http.listen', message: 'port must be between 0 (any free port) and 65535' });
     listen = { host: m[1]!, port };
     if (!isLoopback(listen.host) && !raw.http.expose) {
-      problems.push({ file: name, key: 'http.listen', message: `${listen.host} is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine` });
+      problems.push({
+        file: name,
+        key: 'http.listen',
+        message: `${listen.host} is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine`,
+      });
     }
   }
 

@@ -52,7 +52,10 @@ const stats = z.strictObject({
   window: positiveInt.min(2).default(64),
   history: positiveInt.min(8).default(256),
   ewma_half_life: z.number().positive().default(16),
-  curve_buckets: positiveInt.min(8).refine((n) => n % 2 === 0, { message: 'must be even' }).default(128),
+  curve_buckets: positiveInt
+    .min(8)
+    .refine((n) => n % 2 === 0, { message: 'must be even' })
+    .default(128),
   max_series: positiveInt.default(256),
 });
 
@@ -103,7 +106,10 @@ const summary = z.strictObject({
 });
 
 const http = z.strictObject({
-  listen: z.string().regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' }).optional(),
+  listen: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' })
+    .optional(),
   /** Must be true to listen on an address other than loopback (/metrics names runs and files). */
   expose: z.boolean().default(false),
 });

@@ -23,13 +23,26 @@ interface P extends Params {
 }
 
 /** True when the last `window` values carry a strong periodic component (the spectral criterion, one window). */
-export function periodic(values: readonly number[], p: Pick<P, 'window' | 'min_period' | 'max_period' | 'min_share' | 'min_amplitude'> = boundaryOscillationDefaults): boolean {
+export function periodic(
+  values: readonly number[],
+  p: Pick<P, 'window' | 'min_period' | 'max_period' | 'min_share' | 'min_amplitude'> = boundaryOscillationDefaults,
+): boolean {
   if (values.length < p.window) return false;
   const k = spectralPeak(values.slice(-p.window), p.min_period, p.max_period);
   return k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude;
 }
 
-const boundaryOscillationDefaults: P = { enabled: true, severity: 'warning', window: 64, windows: 3, min_period: 4, max_period: 32, min_share: 0.3, min_amplitude: 0.03, high_sd: 0.15 };
+const boundaryOscillationDefaults: P = {
+  enabled: true,
+  severity: 'warning',
+  window: 64,
+  windows: 3,
+  min_period: 4,
+  max_period: 32,
+  min_share: 0.3,
+  min_amplitude: 0.03,
+  high_sd: 0.15,
+};
 
 export const boundaryOscillation: Detector<P> = {
   id: 'boundary-oscillation',
@@ -80,9 +93,18 @@ export const boundaryOscillation: Detector<P> = {
         evidence['criterion'] = 'variance';
         evidence['high_sd'] = p.high_sd;
         message = `The boundary reward of selector round ${r.round ?? '-'} stays erratic: its detrended spread is ${sds.map((s) => s.toFixed(2)).join(', ')} in ${p.windows} consecutive ${p.window}-step windows and does not fall, while its mean does not rise.`;
-        recommendation = 'Lower the selector learning rate and check the rollout count K (the boundary reward of a small K is mostly noise) and the batch size per step.';
+        recommendation =
+          'Lower the selector learning rate and check the rollout count K (the boundary reward of a small K is mostly noise) and the batch size per step.';
       }
-      out.push({ round: r.round, step, severity: p.severity, message, evidence, recommendation, series: { role: 'selector', round: r.round, name: 'boundary' } });
+      out.push({
+        round: r.round,
+        step,
+        severity: p.severity,
+        message,
+        evidence,
+        recommendation,
+        series: { role: 'selector', round: r.round, name: 'boundary' },
+      });
     }
     return out;
   },

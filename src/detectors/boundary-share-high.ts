@@ -28,7 +28,12 @@ export const boundaryShareHigh: Detector<P> = {
         step: null,
         severity: falling ? 'critical' : p.severity,
         message: `${pct(f.post)} of the questions left after the filter are boundary questions (above ${pct(p.max_share)})${falling ? ' and the generator accuracy is falling' : ''}: the training set holds too many hard questions.`,
-        evidence: { ...f.evidence, max_share: p.max_share, accuracy_falling: falling, ...(decline !== null ? { accuracy_decline: decline } : {}) },
+        evidence: {
+          ...f.evidence,
+          max_share: p.max_share,
+          accuracy_falling: falling,
+          ...(decline !== null ? { accuracy_decline: decline } : {}),
+        },
         recommendation: f.recommendation,
       },
     ];

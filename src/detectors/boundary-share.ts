@@ -38,7 +38,13 @@ export function shareFacts(run: RunState, p: ShareParams): ShareFacts | null {
     thresholds: current,
   };
   if (f.before !== null) evidence['filter_summary'] = { before: f.before, after: f.after };
-  if (s !== null) evidence['suggested'] = { easy_threshold: s.easy, unsolvable_threshold: s.unsolvable, boundary_share: +s.share.toFixed(4), kept: s.kept };
+  if (s !== null)
+    evidence['suggested'] = {
+      easy_threshold: s.easy,
+      unsolvable_threshold: s.unsolvable,
+      boundary_share: +s.share.toFixed(4),
+      kept: s.kept,
+    };
   const recommendation =
     s !== null
       ? describeSuggestion(s, current)

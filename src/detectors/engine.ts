@@ -120,7 +120,14 @@ export class DetectorEngine {
   }
 
   /** Judges one detector now; its transitions are added to `out` (made when there are any). */
-  private judgeAdd(out: Transition[] | null, run: RunState, d: Detector, ctx: DetectContext, byDetector: Map<string, number>, steps: number): Transition[] | null {
+  private judgeAdd(
+    out: Transition[] | null,
+    run: RunState,
+    d: Detector,
+    ctx: DetectContext,
+    byDetector: Map<string, number>,
+    steps: number,
+  ): Transition[] | null {
     byDetector.set(d.id, steps);
     const t = this.apply(run, d, d.detect(run, this.paramsOf(d), ctx));
     if (t.length > 0) (out ??= []).push(...t);

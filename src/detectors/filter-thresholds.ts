@@ -19,7 +19,11 @@ export interface ThresholdSuggestion {
  * where FilterStats counts exactly.
  * Returns null when no pair reaches the band (the histogram has too few boundary questions).
  */
-export function suggestThresholds(f: FilterStats, band: [number, number], current: { easy?: number; unsolvable?: number }): ThresholdSuggestion | null {
+export function suggestThresholds(
+  f: FilterStats,
+  band: [number, number],
+  current: { easy?: number; unsolvable?: number },
+): ThresholdSuggestion | null {
   const total = f.preN;
   if (total === 0) return null;
   let best: (ThresholdSuggestion & { cost: number }) | null = null;

@@ -57,7 +57,10 @@ export const formatDominance: Detector<P> = {
     if (r === undefined) return [];
     const configured = run.settings.weights ?? {};
     const s = signalShares(r, configured);
-    const byWeights = configured.format !== undefined && configured.boundary !== undefined && Math.abs(configured.format) >= p.ratio * Math.abs(configured.boundary);
+    const byWeights =
+      configured.format !== undefined &&
+      configured.boundary !== undefined &&
+      Math.abs(configured.format) >= p.ratio * Math.abs(configured.boundary);
     const share = s?.share.boundary;
     // With (almost) no spread at all there is no signal to share out: nothing to judge.
     const totalSignal = s === null ? 0 : Object.entries(s.sd).reduce((a, [c, v]) => a + Math.abs(s.weights[c as Component]) * v, 0);
@@ -65,9 +68,17 @@ export const formatDominance: Detector<P> = {
     const bySignal = enough && share !== undefined && share < p.min_share;
     if (!byWeights && !bySignal) return [];
     const reasons: string[] = [];
-    if (byWeights) reasons.push(`the format weight ${configured.format} is ${(Math.abs(configured.format!) / Math.abs(configured.boundary!)).toFixed(1)}x the boundary weight ${configured.boundary}`);
+    if (byWeights)
+      reasons.push(
+        `the format weight ${configured.format} is ${(Math.abs(configured.format!) / Math.abs(configured.boundary!)).toFixed(1)}x the boundary weight ${configured.boundary}`,
+      );
     if (bySignal) reasons.push(`the boundary carries only ${pct(share!)} of the reward signal (format ${pct(s!.share.format ?? 0)})`);
-    const evidence: Record<string, unknown> = { weights: s?.weights ?? configured, weights_configured: configured, ratio_limit: p.ratio, min_share: p.min_share };
+    const evidence: Record<string, unknown> = {
+      weights: s?.weights ?? configured,
+      weights_configured: configured,
+      ratio_limit: p.ratio,
+      min_share: p.min_share,
+    };
     if (s !== null) {
       evidence['sd'] = Object.fromEntries(Object.entries(s.sd).map(([k, v]) => [k, round3(v)]));
       evidence['signal_share'] = Object.fromEntries(Object.entries(s.share).map(([k, v]) => [k, round3(v)]));
@@ -82,7 +93,10 @@ export const formatDominance: Detector<P> = {
         severity: p.severity,
         message: `The format reward drowns the boundary signal: ${reasons.join(', and ')}.`,
         evidence,
-        recommendation: s !== null ? `To let the boundary reward drive the gradient, ${rebalance(s, p.min_share, p.ratio)}` : `Keep the format weight below ${p.ratio}x the boundary weight.`,
+        recommendation:
+          s !== null
+            ? `To let the boundary reward drive the gradient, ${rebalance(s, p.min_share, p.ratio)}`
+            : `Keep the format weight below ${p.ratio}x the boundary weight.`,
         series: { role: r.role, round: r.round, name: 'boundary' },
       },
     ];

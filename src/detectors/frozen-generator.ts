@@ -122,13 +122,22 @@ export const frozenGenerator: Detector<P> = {
         const g = gen.get(k - 1);
         const prev = gen.get(k - 2);
         if (g === undefined || g.steps === 0) {
-          signs.push(`generator round ${k - 1} ${g === undefined ? 'has no output' : 'is empty'} while selector round ${k} has trained ${s.steps} steps`);
+          signs.push(
+            `generator round ${k - 1} ${g === undefined ? 'has no output' : 'is empty'} while selector round ${k} has trained ${s.steps} steps`,
+          );
           evidence['generator_round'] = { round: k - 1, state: g === undefined ? 'missing' : 'empty' };
           const last = prev ?? generators.filter((x) => x.round! < k).pop();
           since = last?.lastTime ?? last?.lastSeen ?? null;
           step = s.firstStep! + p.min_steps - 1;
-        } else if (prev !== undefined && prev.steps > 0 && g.steps < p.short_fraction * prev.steps && (g.lastSeen ?? 0) <= (s.firstSeen ?? 0)) {
-          signs.push(`generator round ${k - 1} stopped after ${g.steps} steps (round ${k - 2} ran ${prev.steps}) before selector round ${k} started`);
+        } else if (
+          prev !== undefined &&
+          prev.steps > 0 &&
+          g.steps < p.short_fraction * prev.steps &&
+          (g.lastSeen ?? 0) <= (s.firstSeen ?? 0)
+        ) {
+          signs.push(
+            `generator round ${k - 1} stopped after ${g.steps} steps (round ${k - 2} ran ${prev.steps}) before selector round ${k} started`,
+          );
           evidence['generator_round'] = { round: k - 1, state: 'stopped short', steps: g.steps, previous_steps: prev.steps };
           since = g.lastTime ?? g.lastSeen;
           step = s.firstStep! + p.min_steps - 1;
@@ -141,7 +150,9 @@ export const frozenGenerator: Detector<P> = {
       // 2. Selector round k repeats round k-1's boundary curve.
       const sm = generatorMoved ? null : curves(selectors, 'boundary', k);
       if (sm !== null && sm.nrmse <= p.max_nrmse && sm.p_means_differ >= p.alpha) {
-        signs.push(`selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)`);
+        signs.push(
+          `selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)`,
+        );
         evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse };
         step ??= s?.lastStep ?? null;
       }
@@ -149,14 +160,22 @@ export const frozenGenerator: Detector<P> = {
       // within each round, the same way twice, and starts each round from the same level: two flat
       // curves at one level, one rising and one falling within the noise, or a decline that carries
       // on from round to round are what an updated generator that does not improve draws.
-      if (gm !== null && gm.nrmse <= p.max_nrmse && gm.p_means_differ >= p.alpha && startedOver(gen.get(k - 2)!, gen.get(k - 1)!, gm, p.alpha)) {
+      if (
+        gm !== null &&
+        gm.nrmse <= p.max_nrmse &&
+        gm.p_means_differ >= p.alpha &&
+        startedOver(gen.get(k - 2)!, gen.get(k - 1)!, gm, p.alpha)
+      ) {
         signs.push(`generator round ${k - 1}'s accuracy curve repeats round ${k - 2}'s (NRMSE ${gm.nrmse})`);
         evidence['generator_curves'] = { rounds: [k - 2, k - 1], ...gm, max_nrmse: p.max_nrmse };
         step ??= s?.lastStep ?? gen.get(k - 1)?.lastStep ?? null;
       }
       if (signs.length === 0) continue;
       evidence['last_generator_output'] = iso(since);
-      const what = evidence['generator_round'] !== undefined ? `generator round ${k - 1}'s output` : `the generator after round ${k - 2 > 0 ? k - 2 : k - 1}`;
+      const what =
+        evidence['generator_round'] !== undefined
+          ? `generator round ${k - 1}'s output`
+          : `the generator after round ${k - 2 > 0 ? k - 2 : k - 1}`;
       out.push({
         round: k,
         step,

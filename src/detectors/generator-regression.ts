@@ -54,7 +54,13 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
           series: src.name,
           round: last.round,
           step: w.steps[w.steps.length - 1]!,
-          evidence: { window: w.values.length, mann_kendall_z: round3(mk.z), p_value: +mk.pDown.toPrecision(3), theil_sen_drop: round3(drop), min_drop: p.min_drop },
+          evidence: {
+            window: w.values.length,
+            mann_kendall_z: round3(mk.z),
+            p_value: +mk.pDown.toPrecision(3),
+            theil_sen_drop: round3(drop),
+            min_drop: p.min_drop,
+          },
           message: `${src.role} ${src.name} fell by ${drop.toFixed(3)} over the last ${w.values.length} steps of round ${last.round ?? '-'} (Mann-Kendall z=${mk.z.toFixed(1)}, p=${mk.pDown.toPrecision(2)}).`,
         };
       }
@@ -77,7 +83,15 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
           series: src.name,
           round: b.round,
           step: b.lastStep,
-          evidence: { round_before: a.round, round_after: b.round, mean_before: round3(ma.mean), mean_after: round3(mb.mean), welch_t: round3(t.t), p_value: +t.pLower.toPrecision(3), min_drop: p.min_drop },
+          evidence: {
+            round_before: a.round,
+            round_after: b.round,
+            mean_before: round3(ma.mean),
+            mean_after: round3(mb.mean),
+            welch_t: round3(t.t),
+            p_value: +t.pLower.toPrecision(3),
+            min_drop: p.min_drop,
+          },
           message: `${src.role} ${src.name} fell from ${ma.mean.toFixed(3)} in round ${a.round} to ${mb.mean.toFixed(3)} in round ${b.round} (Welch t=${t.t.toFixed(1)}, p=${t.pLower.toPrecision(2)}).`,
         };
       }

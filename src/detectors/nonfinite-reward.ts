@@ -32,7 +32,8 @@ export const nonfiniteReward: Detector<P> = {
         severity: p.severity,
         message: `${first.series} became ${first.value} at step ${first.firstStep} (${total} non-finite value(s) in ${bad.length} series): the reward computation is broken.`,
         evidence: { series: bad, role: r.role },
-        recommendation: 'Find what produced the first non-finite value (a division by zero rollouts, log(0), an overflow in the reward function or loss) and resume from the last checkpoint before that step.',
+        recommendation:
+          'Find what produced the first non-finite value (a division by zero rollouts, log(0), an overflow in the reward function or loss) and resume from the last checkpoint before that step.',
         series: { role: r.role, round: r.round, name: first.series },
       });
     }

@@ -78,7 +78,8 @@ export const rewardCollapse: Detector<P> = {
         severity: p.severity,
         message: `${rs.name} collapsed from ${earlier.toFixed(2)} to about 0 since step ${pts.steps[i]} and every sample gets the same reward: the policy has stopped learning.`,
         evidence,
-        recommendation: 'Stop the run and resume from the checkpoint before the collapse with a lower learning rate or a KL penalty; check completions for a degenerate pattern (e.g. all hitting the length limit).',
+        recommendation:
+          'Stop the run and resume from the checkpoint before the collapse with a lower learning rate or a KL penalty; check completions for a degenerate pattern (e.g. all hitting the length limit).',
         series: { role: r.role, round: r.round, name: rs.name },
       });
     }

@@ -19,7 +19,12 @@ export function recent(round: RoundState, name: string, n = Infinity): { steps: 
 }
 
 /** The last `n` values of a series over the rounds of `role`, oldest first, across round boundaries. */
-export function acrossRounds(run: RunState, role: Role, name: string, n: number): { values: number[]; steps: number[]; rounds: (number | null)[] } {
+export function acrossRounds(
+  run: RunState,
+  role: Role,
+  name: string,
+  n: number,
+): { values: number[]; steps: number[]; rounds: (number | null)[] } {
   const out = { values: [] as number[], steps: [] as number[], rounds: [] as (number | null)[] };
   const rounds = roundsOf(run, role).filter((r) => r.series.has(name));
   for (let i = rounds.length - 1; i >= 0 && out.values.length < n; i--) {

@@ -82,7 +82,8 @@ export const staleRun: Detector<P> = {
           threshold_s: Math.round(threshold / 1000),
           time_source: ctx.live ? 'arrival' : 'trainer',
         },
-        recommendation: 'Check the training job (scheduler state, out-of-memory kills, a hung NCCL collective, a full disk) and resume from its last checkpoint.',
+        recommendation:
+          'Check the training job (scheduler state, out-of-memory kills, a hung NCCL collective, a full disk) and resume from its last checkpoint.',
       },
     ];
   },

@@ -99,7 +99,7 @@ export function mannKendall(xs: readonly number[], serial = false): MannKendall 
   // Ties: runs of equal values in a sorted copy (a typed array sorts numerically, no map).
   const sorted = Float64Array.from(xs).sort();
   let ties = 0;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     let j = i + 1;
     while (j < n && sorted[j] === sorted[i]) j++;
     const t = j - i;

@@ -32,7 +32,12 @@ export class HealthServer {
   constructor(private readonly snapshot: () => HealthSnapshot) {
     collectDefaultMetrics({ register: this.registry });
     const self = this;
-    const counter = (name: string, help: string, labels: string[], read: (s: HealthSnapshot) => [Record<string, string>, number][]): void => {
+    const counter = (
+      name: string,
+      help: string,
+      labels: string[],
+      read: (s: HealthSnapshot) => [Record<string, string>, number][],
+    ): void => {
       new Counter({
         name,
         help,
@@ -50,12 +55,39 @@ export class HealthServer {
     };
     counter('barwatch_lines_read_total', 'Lines read from training logs.', [], (s) => [[{}, s.lines]]);
     counter('barwatch_records_ingested_total', 'Records parsed and applied to run statistics.', [], (s) => [[{}, s.records]]);
-    counter('barwatch_parse_errors_total', 'Malformed lines skipped, per file.', ['file'], (s) => [...s.malformedByFile].map(([file, n]) => [{ file }, n]));
-    counter('barwatch_notifications_sent_total', 'Notifications a channel accepted.', ['channel'], (s) => [...s.sent].map(([channel, n]) => [{ channel }, n]));
-    counter('barwatch_notifications_failed_total', 'Notifications a channel refused for good.', ['channel'], (s) => [...s.failed].map(([channel, n]) => [{ channel }, n]));
-    new Gauge({ name: 'barwatch_ingest_lag_seconds', help: 'How long the oldest queued read has waited.', registers: [this.registry], collect() { this.set(self.snapshot().ingestLagSeconds); } });
-    new Gauge({ name: 'barwatch_outbox_depth', help: 'Notifications waiting in the outbox.', registers: [this.registry], collect() { this.set(self.snapshot().outboxDepth); } });
-    new Gauge({ name: 'barwatch_runs', help: 'Runs followed.', registers: [this.registry], collect() { this.set(self.snapshot().runs); } });
+    counter('barwatch_parse_errors_total', 'Malformed lines skipped, per file.', ['file'], (s) =>
+      [...s.malformedByFile].map(([file, n]) => [{ file }, n]),
+    );
+    counter('barwatch_notifications_sent_total', 'Notifications a channel accepted.', ['channel'], (s) =>
+      [...s.sent].map(([channel, n]) => [{ channel }, n]),
+    );
+    counter('barwatch_notifications_failed_total', 'Notifications a channel refused for good.', ['channel'], (s) =>
+      [...s.failed].map(([channel, n]) => [{ channel }, n]),
+    );
+    new Gauge({
+      name: 'barwatch_ingest_lag_seconds',
+      help: 'How long the oldest queued read has waited.',
+      registers: [this.registry],
+      collect() {
+        this.set(self.snapshot().ingestLagSeconds);
+      },
+    });
+    new Gauge({
+      name: 'barwatch_outbox_depth',
+      help: 'Notifications waiting in the outbox.',
+      registers: [this.registry],
+      collect() {
+        this.set(self.snapshot().outboxDepth);
+      },
+    });
+    new Gauge({
+      name: 'barwatch_runs',
+      help: 'Runs followed.',
+      registers: [this.registry],
+      collect() {
+        this.set(self.snapshot().runs);
+      },
+    });
     new Gauge({
       name: 'barwatch_active_alerts',
       help: 'Findings that hold now, by detector and severity.',
@@ -74,7 +106,16 @@ export class HealthServer {
         const s = this.snapshot();
         const stuck = s.ingestLagSeconds > STUCK_AFTER_S;
         res.writeHead(stuck ? 503 : 200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ status: stuck ? 'stuck' : 'ok', runs: s.runs, files: s.files, ingest_lag_seconds: s.ingestLagSeconds, outbox_depth: s.outboxDepth, last_error: s.lastError }));
+        res.end(
+          JSON.stringify({
+            status: stuck ? 'stuck' : 'ok',
+            runs: s.runs,
+            files: s.files,
+            ingest_lag_seconds: s.ingestLagSeconds,
+            outbox_depth: s.outboxDepth,
+            last_error: s.lastError,
+          }),
+        );
         return;
       }
       if (req.url === '/metrics') {

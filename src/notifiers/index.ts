@@ -15,7 +15,8 @@ export function buildNotifiers(config: Config, o: NotifierOverrides = {}): Notif
   const n = config.notify;
   const timeoutMs = n.timeoutMs;
   if (n.slack !== undefined) out.push(createSlackNotifier({ webhookUrl: n.slack.webhookUrl, timeoutMs }));
-  if (n.email !== undefined) out.push(createEmailNotifier({ ...n.email, timeoutMs, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
+  if (n.email !== undefined)
+    out.push(createEmailNotifier({ ...n.email, timeoutMs, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
   if (n.alertmanager !== undefined) out.push(createAlertmanagerNotifier({ url: n.alertmanager.url, timeoutMs }));
   return out;
 }

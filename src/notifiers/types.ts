@@ -24,7 +24,14 @@ export function retryAfterMs(value: string | null | undefined, now = Date.now())
 /** HTTP status -> retry decision: 5xx and 429 retry, other 4xx do not. */
 export function classifyStatus(status: number, retryAfter?: number): SendResult {
   if (status >= 200 && status < 300) return { ok: true };
-  if (status === 429) return { ok: false, retry: true, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}), error: 'HTTP 429 Too Many Requests' };
-  if (status >= 500) return { ok: false, retry: true, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}), error: `HTTP ${status}` };
+  if (status === 429)
+    return {
+      ok: false,
+      retry: true,
+      ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+      error: 'HTTP 429 Too Many Requests',
+    };
+  if (status >= 500)
+    return { ok: false, retry: true, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}), error: `HTTP ${status}` };
   return { ok: false, retry: false, error: `HTTP ${status} (not retried)` };
 }

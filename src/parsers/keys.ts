@@ -5,13 +5,29 @@
 import type { Component, MetricRecord } from './types.js';
 
 const ALIASES: Record<string, string> = {
-  boundary: 'boundary', bdy: 'boundary', unc: 'boundary', unc_reward: 'boundary',
-  boundary_reward: 'boundary', r_bdy: 'boundary',
-  relevance: 'relevance', rel: 'relevance', rel_reward: 'relevance', relevance_reward: 'relevance',
-  format: 'format', fmt: 'format', format_bonus: 'format', format_reward: 'format',
-  count: 'count', cnt: 'count', count_penalty: 'count',
-  total: 'total', accuracy: 'accuracy', acc: 'accuracy',
-  boundary_share: 'boundary_share', rollouts: 'rollouts', reward: 'reward',
+  boundary: 'boundary',
+  bdy: 'boundary',
+  unc: 'boundary',
+  unc_reward: 'boundary',
+  boundary_reward: 'boundary',
+  r_bdy: 'boundary',
+  relevance: 'relevance',
+  rel: 'relevance',
+  rel_reward: 'relevance',
+  relevance_reward: 'relevance',
+  format: 'format',
+  fmt: 'format',
+  format_bonus: 'format',
+  format_reward: 'format',
+  count: 'count',
+  cnt: 'count',
+  count_penalty: 'count',
+  total: 'total',
+  accuracy: 'accuracy',
+  acc: 'accuracy',
+  boundary_share: 'boundary_share',
+  rollouts: 'rollouts',
+  reward: 'reward',
 };
 
 /** Prefixes that only say "this is a reward" (verl, TRL, reproductions). */
@@ -19,7 +35,10 @@ const REWARD_PREFIXES = new Set(['reward', 'rewards', 'reward_extra_info']);
 
 /** Components a reward-function name may mention (TRL `rewards/<fn>/mean`). */
 const COMPONENT_WORDS: readonly [string, Component][] = [
-  ['boundary', 'boundary'], ['format', 'format'], ['relevance', 'relevance'], ['count', 'count'],
+  ['boundary', 'boundary'],
+  ['format', 'format'],
+  ['relevance', 'relevance'],
+  ['count', 'count'],
 ];
 
 /** A configured key map as a Map, or null when it is empty (the usual case: no lookup at all). */

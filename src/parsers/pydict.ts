@@ -125,12 +125,24 @@ class Reader {
       return inner;
     }
     switch (word) {
-      case 'True': case 'true': return true;
-      case 'False': case 'false': return false;
-      case 'None': case 'null': return null;
-      case 'nan': case 'NaN': return NaN;
-      case 'inf': case 'Infinity': return Infinity;
-      case '-inf': case '-Infinity': return -Infinity;
+      case 'True':
+      case 'true':
+        return true;
+      case 'False':
+      case 'false':
+        return false;
+      case 'None':
+      case 'null':
+        return null;
+      case 'nan':
+      case 'NaN':
+        return NaN;
+      case 'inf':
+      case 'Infinity':
+        return Infinity;
+      case '-inf':
+      case '-Infinity':
+        return -Infinity;
     }
     const n = Number(word);
     if (Number.isNaN(n)) this.fail();

@@ -10,9 +10,11 @@ import type { Component, DocumentParser, FormatId, LineResult, RunSettings } fro
 
 type Setter = (s: RunSettings, v: number) => void;
 
-const weight = (c: Component): Setter => (s, v) => {
-  s.weights = { ...s.weights, [c]: v };
-};
+const weight =
+  (c: Component): Setter =>
+  (s, v) => {
+    s.weights = { ...s.weights, [c]: v };
+  };
 
 const SETTERS: Record<string, Setter> = {
   easy_threshold: (s, v) => (s.easyThreshold = v),

@@ -58,7 +58,10 @@ export function parseFilterLine(text: string): ParsedRecord | Malformed {
   let acc = kv.get('acc') ?? kv.get('accuracy') ?? kv.get('mean_acc');
   const list = FILTER_ACC_LIST.exec(text);
   if (acc === undefined && list !== null) {
-    const xs = list[1]!.split(',').map((s) => toNumber(s)).filter((x): x is number => x !== undefined);
+    const xs = list[1]!
+      .split(',')
+      .map((s) => toNumber(s))
+      .filter((x): x is number => x !== undefined);
     if (xs.length > 0) acc = xs.reduce((a, b) => a + b, 0) / xs.length;
   }
   if (acc === undefined || !Number.isFinite(acc)) return { error: '[filter] line without a readable accuracy' };

@@ -16,7 +16,10 @@ export function looksLikeTrlDict(text: string): boolean {
   return text.charCodeAt(0) === 123 /* { */ && METRIC_HINT.test(text);
 }
 
-export type TrlEntry = { kind: 'train'; record: Omit<MetricRecord, 'step'> & { step: number | null } } | { kind: 'eval'; values: Record<string, number> } | { kind: 'summary' };
+export type TrlEntry =
+  | { kind: 'train'; record: Omit<MetricRecord, 'step'> & { step: number | null } }
+  | { kind: 'eval'; values: Record<string, number> }
+  | { kind: 'summary' };
 
 /** Reads a TRL dict line. Eval entries (only `eval_*` keys) are returned apart: they belong to the current step. */
 export function parseTrlDict(text: string, keyMap: Record<string, string>): TrlEntry | { error: string } {

@@ -94,9 +94,19 @@ export function runJson(run: RunState, files: FileSource[], findings: Finding[])
   };
 }
 
-export function analyzeDocument(runs: RunState[], filesByRun: Map<string, FileSource[]>, findings: Finding[] = []): Record<string, unknown> {
+export function analyzeDocument(
+  runs: RunState[],
+  filesByRun: Map<string, FileSource[]>,
+  findings: Finding[] = [],
+): Record<string, unknown> {
   return {
     version: 1,
-    runs: runs.map((run) => runJson(run, filesByRun.get(run.id) ?? [], findings.filter((x) => x.run === run.id))),
+    runs: runs.map((run) =>
+      runJson(
+        run,
+        filesByRun.get(run.id) ?? [],
+        findings.filter((x) => x.run === run.id),
+      ),
+    ),
   };
 }

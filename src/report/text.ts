@@ -27,7 +27,8 @@ export function keySeries(r: RoundState): string[] {
   const picked = CANONICAL.filter((n) => r.series.has(n));
   for (const n of names.sort()) {
     if (picked.length >= MAX_SERIES) break;
-    if (!picked.includes(n) && !n.endsWith('_std') && !/^(timing|perf)/.test(n) && INTERESTING.test(n) && !/(max|min)(@|$)/.test(n)) picked.push(n);
+    if (!picked.includes(n) && !n.endsWith('_std') && !/^(timing|perf)/.test(n) && INTERESTING.test(n) && !/(max|min)(@|$)/.test(n))
+      picked.push(n);
   }
   return picked.slice(0, MAX_SERIES);
 }
@@ -51,7 +52,9 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
   const lines: string[] = [];
   const malformed = files.reduce((a, f) => a + f.counters.malformed, 0);
   lines.push(`${run.id}`);
-  lines.push(`  format ${run.format ?? '-'}, ${files.length} file(s), ${run.rounds.size} round(s)${malformed ? `, ${malformed} malformed line(s) skipped` : ''}`);
+  lines.push(
+    `  format ${run.format ?? '-'}, ${files.length} file(s), ${run.rounds.size} round(s)${malformed ? `, ${malformed} malformed line(s) skipped` : ''}`,
+  );
   for (const r of run.orderedRounds()) {
     const steps = r.firstStep === null ? '' : `, steps ${r.firstStep}-${r.lastStep}`;
     lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${steps}`);
@@ -87,7 +90,9 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
       groups.set(key, [...(groups.get(key) ?? []), x]);
     }
     const order = [...groups.entries()].sort(
-      (a, b) => Math.min(...a[1].map((x) => SEVERITY_RANK[x.severity])) - Math.min(...b[1].map((x) => SEVERITY_RANK[x.severity])) || (a[0] < b[0] ? -1 : 1),
+      (a, b) =>
+        Math.min(...a[1].map((x) => SEVERITY_RANK[x.severity])) - Math.min(...b[1].map((x) => SEVERITY_RANK[x.severity])) ||
+        (a[0] < b[0] ? -1 : 1),
     );
     for (const [label, list] of order) {
       lines.push(`    ${label}:`);
@@ -105,5 +110,15 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
 
 export function renderText(runs: RunState[], filesByRun: Map<string, FileSource[]>, findings: Finding[] = []): string {
   if (runs.length === 0) return 'no training records found';
-  return runs.map((run) => renderRun(run, filesByRun.get(run.id) ?? [], findings.filter((f) => f.run === run.id))).join('\n\n') + '\n';
+  return (
+    runs
+      .map((run) =>
+        renderRun(
+          run,
+          filesByRun.get(run.id) ?? [],
+          findings.filter((f) => f.run === run.id),
+        ),
+      )
+      .join('\n\n') + '\n'
+  );
 }

@@ -108,7 +108,19 @@ export class FilterStats {
 
   toJSON(): FilterJSON {
     const { pre, post, preN, postN, boundaryPre, boundaryPost, keptUnknown, before, after, prePoints, preOff } = this;
-    return { pre: [...pre], post: [...post], preN, postN, boundaryPre, boundaryPost, keptUnknown, before, after, prePoints: [...prePoints], preOff: [...preOff] };
+    return {
+      pre: [...pre],
+      post: [...post],
+      preN,
+      postN,
+      boundaryPre,
+      boundaryPost,
+      keptUnknown,
+      before,
+      after,
+      prePoints: [...prePoints],
+      preOff: [...preOff],
+    };
   }
 
   static from(j: FilterJSON): FilterStats {

@@ -63,9 +63,7 @@ export class RunState {
   /** Rounds ordered by role then round number. */
   orderedRounds(): RoundState[] {
     const order: Record<Role, number> = { selector: 0, generator: 1, unknown: 2 };
-    return [...this.rounds.values()].sort(
-      (a, b) => (a.round ?? 0) - (b.round ?? 0) || order[a.role] - order[b.role],
-    );
+    return [...this.rounds.values()].sort((a, b) => (a.round ?? 0) - (b.round ?? 0) || order[a.role] - order[b.role]);
   }
 
   apply(rec: ParsedRecord, ctx: RecordContext, now: number): Discovery | null {
@@ -73,7 +71,10 @@ export class RunState {
       case 'metrics': {
         this.formats[ctx.format] = (this.formats[ctx.format] ?? 0) + 1;
         // Records come in runs from one file: the round of the last one usually serves again.
-        let round = this.last !== null && this.last.role === ctx.role && this.last.round === ctx.round ? this.last : this.rounds.get(roundKey(ctx.role, ctx.round));
+        let round =
+          this.last !== null && this.last.role === ctx.role && this.last.round === ctx.round
+            ? this.last
+            : this.rounds.get(roundKey(ctx.role, ctx.round));
         let created = false;
         if (round === undefined) {
           round = new RoundState(ctx.role, ctx.round, this.opts);

@@ -215,7 +215,13 @@ export interface Rewards {
 }
 
 /** The paper's reward for one selector output, from k generator rollouts. */
-export function reward(r: () => number, gen: Generator, q: Question, a: Action, k: Knobs): { rewards: Rewards; total: number; pHat: number | null } {
+export function reward(
+  r: () => number,
+  gen: Generator,
+  q: Question,
+  a: Action,
+  k: Knobs,
+): { rewards: Rewards; total: number; pHat: number | null } {
   if (!a.wellFormed) {
     const rewards = { boundary: 0, relevance: 0, format: 0, count: 0 };
     return { rewards, total: 0, pHat: null };
@@ -229,11 +235,18 @@ export function reward(r: () => number, gen: Generator, q: Question, a: Action, 
     count: -(set.length - 1) / 2,
   };
   const w = k.weights;
-  return { rewards, total: w.boundary * rewards.boundary + w.relevance * rewards.relevance + w.format * rewards.format + w.count * rewards.count, pHat };
+  return {
+    rewards,
+    total: w.boundary * rewards.boundary + w.relevance * rewards.relevance + w.format * rewards.format + w.count * rewards.count,
+    pHat,
+  };
 }
 
 /** The set the filter and the generator's evaluation use: the three most relevant documents. */
 export function topRelevant(q: Question): number {
-  const order = [...q.relevance.keys()].sort((a, b) => q.relevance[b]! - q.relevance[a]!).slice(0, 3).sort((a, b) => a - b);
+  const order = [...q.relevance.keys()]
+    .sort((a, b) => q.relevance[b]! - q.relevance[a]!)
+    .slice(0, 3)
+    .sort((a, b) => a - b);
   return SETS.findIndex((s) => s.length === 3 && s.every((d, i) => d === order[i]));
 }

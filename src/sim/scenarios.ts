@@ -27,7 +27,12 @@ export interface SimScenario {
 
 export const SIM_SCENARIOS = {
   healthy: { knobs: {}, change: 'nothing', expected: [], fix: {} },
-  'few-rollouts': { knobs: { rollouts: 2 }, change: 'K = 2 generator rollouts per evidence set', expected: ['low-rollouts'], fix: { rollouts: 8 } },
+  'few-rollouts': {
+    knobs: { rollouts: 2 },
+    change: 'K = 2 generator rollouts per evidence set',
+    expected: ['low-rollouts'],
+    fix: { rollouts: 8 },
+  },
   'format-heavy': {
     knobs: { weights: { ...BASE.weights, format: 3.0 } },
     change: 'format weight 3.0, three times the boundary weight',
@@ -60,7 +65,10 @@ export const SIM_SCENARIOS = {
     knobs: { selectorLr: 1.5 },
     change: 'selector learning rate 1.5, fifteen times the healthy one (rollouts are sampled 4 updates behind, as in every scenario)',
     expected: ['boundary-oscillation'],
-    mayAlso: { ids: ['generator-regression'], why: 'evidence that swings between too easy and too hard teaches the generator less than it forgets: its accuracy can fall in the last round' },
+    mayAlso: {
+      ids: ['generator-regression'],
+      why: 'evidence that swings between too easy and too hard teaches the generator less than it forgets: its accuracy can fall in the last round',
+    },
     fix: { selectorLr: BASE.selectorLr },
   },
 } satisfies Record<string, SimScenario>;

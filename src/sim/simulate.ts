@@ -6,7 +6,18 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldNow, setTimeout as sleep } from 'node:timers/promises';
-import { Generator, makeQuestions, MASTERED_ACC, reward, Selector, topRelevant, type Action, type Knobs, type Question, type Rewards } from './model.js';
+import {
+  Generator,
+  makeQuestions,
+  MASTERED_ACC,
+  reward,
+  Selector,
+  topRelevant,
+  type Action,
+  type Knobs,
+  type Question,
+  type Rewards,
+} from './model.js';
 import { rng } from './random.js';
 import { knobsOf, type SimScenarioName } from './scenarios.js';
 
@@ -53,7 +64,10 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
   };
 
   mkdirSync(file('configs'), { recursive: true });
-  writeFileSync(file('configs/filter_config.yaml'), `easy_threshold: ${k.easy}\nunsolvable_threshold: ${k.unsolvable}\nrollouts: ${k.rollouts}\nselector_samples: ${FILTER_SAMPLES}\n`);
+  writeFileSync(
+    file('configs/filter_config.yaml'),
+    `easy_threshold: ${k.easy}\nunsolvable_threshold: ${k.unsolvable}\nrollouts: ${k.rollouts}\nselector_samples: ${FILTER_SAMPLES}\n`,
+  );
   writeFileSync(
     file('configs/reward_config.yaml'),
     `weights: {boundary: ${k.weights.boundary}, relevance: ${k.weights.relevance}, format: ${k.weights.format}, count: ${k.weights.count}}\ntarget_accuracy: ${k.target}\nrollouts: ${k.rollouts}\nselector_lr: ${k.selectorLr}\ngenerator_lr: ${k.generatorLr}\n`,
@@ -85,7 +99,10 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
   for (let round = 1; round <= o.rounds; round++) {
     const selDir = `outputs/selector_round${round}`;
     mkdirSync(file(selDir), { recursive: true });
-    append(`${selDir}/train.log`, `[${stamp()}] selector round ${round}: GRPO, ${BATCH} questions x ${GROUP} samples per step, rollouts=${k.rollouts}\n`);
+    append(
+      `${selDir}/train.log`,
+      `[${stamp()}] selector round ${round}: GRPO, ${BATCH} questions x ${GROUP} samples per step, rollouts=${k.rollouts}\n`,
+    );
     if (round === 1) append(`${selDir}/train.log`, filterLog);
     const snapshots: Float64Array[] = [];
     for (let s = 1; s <= SELECTOR_STEPS; s++) {
@@ -115,7 +132,10 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
         batch.push({ q, probs, actions, advantages: group.map((x) => (x - mean) / (sd + 1e-6)) });
       }
       sel.update(batch, staleFormatP);
-      const m = Object.fromEntries(Object.entries(comps).map(([c, xs]) => [c, meanSd(xs)])) as Record<keyof Rewards, { mean: number; sd: number }>;
+      const m = Object.fromEntries(Object.entries(comps).map(([c, xs]) => [c, meanSd(xs)])) as Record<
+        keyof Rewards,
+        { mean: number; sd: number }
+      >;
       const t = meanSd(totals);
       const accuracy = meanSd(pHats).mean;
       append(
@@ -137,14 +157,20 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
           time: new Date().toISOString(),
         }) + '\n',
       );
-      append(`${selDir}/train.log`, `[${stamp()}] step=${s} reward=${f4(t.mean)} boundary=${f4(m.boundary.mean)} format_p=${f4(sel.formatP())}\n`);
+      append(
+        `${selDir}/train.log`,
+        `[${stamp()}] step=${s} reward=${f4(t.mean)} boundary=${f4(m.boundary.mean)} format_p=${f4(sel.formatP())}\n`,
+      );
       o.onStep?.({ role: 'selector', round, step: s, boundary: m.boundary.mean, accuracy });
       await pace();
     }
 
     const genDir = `outputs/generator_round${round}`;
     mkdirSync(file(genDir), { recursive: true });
-    append(`${genDir}/train.log`, `[${stamp()}] generator round ${round}: fine-tuning on the selector's evidence, rollouts=${k.rollouts}\n`);
+    append(
+      `${genDir}/train.log`,
+      `[${stamp()}] generator round ${round}: fine-tuning on the selector's evidence, rollouts=${k.rollouts}\n`,
+    );
     const skillBefore = gen.skill;
     for (let s = 1; s <= GENERATOR_STEPS; s++) {
       const ps: number[] = [];
@@ -161,7 +187,10 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
       let right = 0;
       for (const q of evalSet) right += gen.sample(r, q, topRelevant(q), 1);
       const evalAcc = right / evalSet.length;
-      append(`${genDir}/reward_history.jsonl`, JSON.stringify({ step: s, reward: f4(correct / GEN_BATCH), accuracy: f4(evalAcc), time: new Date().toISOString() }) + '\n');
+      append(
+        `${genDir}/reward_history.jsonl`,
+        JSON.stringify({ step: s, reward: f4(correct / GEN_BATCH), accuracy: f4(evalAcc), time: new Date().toISOString() }) + '\n',
+      );
       append(`${genDir}/train.log`, `[${stamp()}] step=${s} loss=${f4(1 - correct / GEN_BATCH)}\n`);
       o.onStep?.({ role: 'generator', round, step: s, accuracy: evalAcc });
       await pace();

@@ -30,7 +30,7 @@ export interface StateFile {
 const WRITE_BUFFER = 1 << 20;
 
 async function writeAll(fh: fsp.FileHandle, buf: Buffer, length: number): Promise<void> {
-  for (let at = 0; at < length; ) at += (await fh.write(buf, at, length - at)).bytesWritten;
+  for (let at = 0; at < length;) at += (await fh.write(buf, at, length - at)).bytesWritten;
 }
 
 /** Writes `pieces` one after the other through one buffer: no string of the whole text is built. */
@@ -78,7 +78,14 @@ export async function writeAtomic(file: string, data: string | readonly string[]
 
 function valid(v: unknown): v is StateFile {
   const s = v as StateFile;
-  return s !== null && typeof s === 'object' && s.version === STATE_VERSION && typeof s.files === 'object' && s.files !== null && Array.isArray(s.runs);
+  return (
+    s !== null &&
+    typeof s === 'object' &&
+    s.version === STATE_VERSION &&
+    typeof s.files === 'object' &&
+    s.files !== null &&
+    Array.isArray(s.runs)
+  );
 }
 
 export interface LoadedState {

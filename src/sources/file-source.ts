@@ -78,7 +78,9 @@ export class FileSource {
     return {
       truncated: ({ from, rewritten }) => {
         this.counters.truncations++;
-        const how = rewritten ? `truncated and rewritten past byte ${from} (its first line changed)` : `truncated (was read to byte ${from})`;
+        const how = rewritten
+          ? `truncated and rewritten past byte ${from} (its first line changed)`
+          : `truncated (was read to byte ${from})`;
         this.problem({ file: this.file, kind: 'truncated', message: `file was ${how}; reading it again from the start`, offset: from });
       },
       rotated: ({ reason }) => {
@@ -88,7 +90,12 @@ export class FileSource {
       },
       longLine: ({ offset, bytes }) => {
         this.counters.longLines++;
-        this.problem({ file: this.file, kind: 'long-line', message: `skipped a line of ${bytes} bytes at byte ${offset} (longer than the line limit)`, offset });
+        this.problem({
+          file: this.file,
+          kind: 'long-line',
+          message: `skipped a line of ${bytes} bytes at byte ${offset} (longer than the line limit)`,
+          offset,
+        });
       },
     };
   }
@@ -141,7 +148,11 @@ export class FileSource {
     if (d !== null && d.dev === sig.dev && d.ino === sig.ino && d.size === sig.size && d.mtimeMs === sig.mtimeMs) return 'idle';
     if (st.size > MAX_DOCUMENT_BYTES) {
       this.doc = sig;
-      this.problem({ file: this.file, kind: 'too-large', message: `file is ${st.size} bytes, over the ${MAX_DOCUMENT_BYTES}-byte limit for whole-file formats; not read` });
+      this.problem({
+        file: this.file,
+        kind: 'too-large',
+        message: `file is ${st.size} bytes, over the ${MAX_DOCUMENT_BYTES}-byte limit for whole-file formats; not read`,
+      });
       return 'idle';
     }
     const text = await fsp.readFile(this.file, 'utf8');

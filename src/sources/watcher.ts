@@ -70,7 +70,12 @@ export function startWatcher(
   onError: (err: Error) => void,
 ): Promise<FSWatcher> {
   const repeated = folderGuard((dir, real) => {
-    onError(Object.assign(new Error(`${dir} leads back to ${real} (symlink loop or repeated folder); not followed`), { code: 'ELOOP', path: dir }));
+    onError(
+      Object.assign(new Error(`${dir} leads back to ${real} (symlink loop or repeated folder); not followed`), {
+        code: 'ELOOP',
+        path: dir,
+      }),
+    );
   });
   const w = watch(
     opts.roots.map((r) => r.path),

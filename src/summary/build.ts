@@ -49,7 +49,8 @@ export function readAlertLog(file: string, since: number): AlertLine[] {
 }
 
 const f3 = (x: number | null | undefined): string => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(3));
-const pct = (x: number | null | undefined): string => (x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`);
+const pct = (x: number | null | undefined): string =>
+  x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`;
 
 function arrow(prev: number | undefined, cur: number): string {
   if (prev === undefined) return '';
@@ -67,7 +68,9 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
     const sel = roundsOf(run, 'selector');
     const gen = roundsOf(run, 'generator');
     text.push(run.id, `  rounds: ${sel.length} selector, ${gen.length} generator${run.finished ? ' (finished)' : ''}`);
-    html.push(`<h3>${escapeHtml(run.id)}</h3><p>rounds: ${sel.length} selector, ${gen.length} generator${run.finished ? ' (finished)' : ''}</p>`);
+    html.push(
+      `<h3>${escapeHtml(run.id)}</h3><p>rounds: ${sel.length} selector, ${gen.length} generator${run.finished ? ' (finished)' : ''}</p>`,
+    );
     const rows: string[] = [];
     let prevMean: number | undefined;
     let prevVar: number | undefined;
@@ -79,12 +82,16 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
       const bv = b?.summary.variance ?? NaN;
       const line = `  selector round ${r.round ?? '-'}: boundary mean ${f3(bm)}${Number.isFinite(bm) ? arrow(prevMean, bm) : ''}, variance ${f3(bv)}${Number.isFinite(bv) ? arrow(prevVar, bv) : ''}; accuracy ${f3(acc?.window.mean)} vs c=${c}; boundary signal share ${pct(share)}`;
       text.push(line);
-      rows.push(`<tr><td>${r.round ?? '-'}</td><td>${f3(bm)}${escapeHtml(Number.isFinite(bm) ? arrow(prevMean, bm) : '')}</td><td>${f3(bv)}${escapeHtml(Number.isFinite(bv) ? arrow(prevVar, bv) : '')}</td><td>${f3(acc?.window.mean)}</td><td>${pct(share)}</td></tr>`);
+      rows.push(
+        `<tr><td>${r.round ?? '-'}</td><td>${f3(bm)}${escapeHtml(Number.isFinite(bm) ? arrow(prevMean, bm) : '')}</td><td>${f3(bv)}${escapeHtml(Number.isFinite(bv) ? arrow(prevVar, bv) : '')}</td><td>${f3(acc?.window.mean)}</td><td>${pct(share)}</td></tr>`,
+      );
       if (Number.isFinite(bm)) prevMean = bm;
       if (Number.isFinite(bv)) prevVar = bv;
     }
     if (rows.length > 0) {
-      html.push(`<table border="1" cellpadding="4" cellspacing="0"><tr><th>selector round</th><th>boundary mean</th><th>boundary variance</th><th>accuracy (c=${c})</th><th>boundary signal share</th></tr>${rows.join('')}</table>`);
+      html.push(
+        `<table border="1" cellpadding="4" cellspacing="0"><tr><th>selector round</th><th>boundary mean</th><th>boundary variance</th><th>accuracy (c=${c})</th><th>boundary signal share</th></tr>${rows.join('')}</table>`,
+      );
     }
     const share = run.filter.postShare;
     if (share !== null) {
@@ -94,16 +101,30 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
     const mine = alerts.filter((a) => a.run === run.id);
     const fired = mine.filter((a) => a.status === 'firing');
     const resolved = mine.filter((a) => a.status === 'resolved');
-    text.push(`  last 24 h: ${fired.length} alert(s) fired, ${resolved.length} resolved${fired.length ? ` (${[...new Set(fired.map((a) => a.detector))].join(', ')})` : ''}`, '');
-    html.push(`<p>last 24 h: ${fired.length} alert(s) fired, ${resolved.length} resolved${fired.length ? ` (${escapeHtml([...new Set(fired.map((a) => a.detector))].join(', '))})` : ''}</p>`);
+    text.push(
+      `  last 24 h: ${fired.length} alert(s) fired, ${resolved.length} resolved${fired.length ? ` (${[...new Set(fired.map((a) => a.detector))].join(', ')})` : ''}`,
+      '',
+    );
+    html.push(
+      `<p>last 24 h: ${fired.length} alert(s) fired, ${resolved.length} resolved${fired.length ? ` (${escapeHtml([...new Set(fired.map((a) => a.detector))].join(', '))})` : ''}</p>`,
+    );
     if (withCharts) {
       const curve = (list: typeof sel, name: string): Line[] =>
-        list.filter((r) => r.series.has(name)).map((r) => ({ label: `round ${r.round ?? '-'}`, values: r.series.get(name)!.curve.means() }));
+        list
+          .filter((r) => r.series.has(name))
+          .map((r) => ({ label: `round ${r.round ?? '-'}`, values: r.series.get(name)!.curve.means() }));
       const boundary = curve(sel, 'boundary');
       const accuracy = curve(sel.some((r) => r.series.has('accuracy')) ? sel : gen, 'accuracy');
-      for (const [kind, lines, target] of [['boundary', boundary, undefined], ['accuracy', accuracy, c]] as const) {
+      for (const [kind, lines, target] of [
+        ['boundary', boundary, undefined],
+        ['accuracy', accuracy, c],
+      ] as const) {
         if (lines.length === 0) continue;
-        const svg = lineChartSvg(`${kind === 'boundary' ? 'boundary reward' : 'accuracy'} per round`, lines, target !== undefined ? { target } : {});
+        const svg = lineChartSvg(
+          `${kind === 'boundary' ? 'boundary reward' : 'accuracy'} per round`,
+          lines,
+          target !== undefined ? { target } : {},
+        );
         const cid = `${kind}-${i}@barwatch`;
         charts.push({ cid, filename: `${kind}-${i}.png`, svg, png: svgToPng(svg) });
         html.push(`<p><img src="cid:${cid}" alt="${kind} per round" width="560" height="220"></p>`);

@@ -41,16 +41,24 @@ export function lineChartSvg(title: string, lines: Line[], opts: { width?: numbe
     `<text x="${(W - pad.r + pad.l) / 2}" y="${H - 8}" font-family="sans-serif" font-size="10" text-anchor="middle" fill="#555">progress through the round</text>`,
   ];
   if (opts.target !== undefined) {
-    parts.push(`<line x1="${pad.l}" y1="${y(opts.target)}" x2="${W - pad.r}" y2="${y(opts.target)}" stroke="#888" stroke-dasharray="4 3"/>`);
-    parts.push(`<text x="${W - pad.r + 4}" y="${y(opts.target) + 3}" font-family="sans-serif" font-size="10" fill="#555">target ${opts.target}</text>`);
+    parts.push(
+      `<line x1="${pad.l}" y1="${y(opts.target)}" x2="${W - pad.r}" y2="${y(opts.target)}" stroke="#888" stroke-dasharray="4 3"/>`,
+    );
+    parts.push(
+      `<text x="${W - pad.r + 4}" y="${y(opts.target) + 3}" font-family="sans-serif" font-size="10" fill="#555">target ${opts.target}</text>`,
+    );
   }
   lines.forEach((l, i) => {
     const color = COLORS[i % COLORS.length]!;
     const n = l.values.length;
-    const pts = l.values.map((v, j) => (Number.isFinite(v) ? `${x(n > 1 ? (j / (n - 1)) * (maxLen - 1) : 0).toFixed(1)},${y(v).toFixed(1)}` : null)).filter((p) => p !== null);
+    const pts = l.values
+      .map((v, j) => (Number.isFinite(v) ? `${x(n > 1 ? (j / (n - 1)) * (maxLen - 1) : 0).toFixed(1)},${y(v).toFixed(1)}` : null))
+      .filter((p) => p !== null);
     if (pts.length > 0) parts.push(`<polyline fill="none" stroke="${color}" stroke-width="1.8" points="${pts.join(' ')}"/>`);
     parts.push(`<rect x="${W - pad.r + 8}" y="${pad.t + 16 * i + 12}" width="10" height="3" fill="${color}"/>`);
-    parts.push(`<text x="${W - pad.r + 22}" y="${pad.t + 16 * i + 17}" font-family="sans-serif" font-size="11" fill="#222">${esc(l.label)}</text>`);
+    parts.push(
+      `<text x="${W - pad.r + 22}" y="${pad.t + 16 * i + 17}" font-family="sans-serif" font-size="11" fill="#222">${esc(l.label)}</text>`,
+    );
   });
   parts.push('</svg>');
   return parts.join('\n');

@@ -4,7 +4,19 @@
  * folders, change permissions, make symlinks), one command at a time, answering each when done.
  * The test decides the order and waits for the daemon in between.
  */
-import { appendFileSync, chmodSync, closeSync, copyFileSync, mkdirSync, openSync, renameSync, rmSync, symlinkSync, truncateSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeSync,
+} from 'node:fs';
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

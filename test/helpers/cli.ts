@@ -9,7 +9,12 @@ export interface CliResult {
 }
 
 export function barwatch(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', cwd: opts.cwd, env: { ...process.env, ...opts.env }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    cwd: opts.cwd,
+    env: { ...process.env, ...opts.env },
+    timeout: 60_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

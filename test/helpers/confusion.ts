@@ -34,14 +34,24 @@ export async function confusion(seeds: number[], names: ScenarioName[] = SCENARI
 }
 
 /** The markdown table of which detectors fired per scenario, and how many runs were exact. */
-export function tableOf(outcomes: { scenario: string; ids: string[] }[], expected: Record<string, string[]>, names: string[], seeds: number): string {
+export function tableOf(
+  outcomes: { scenario: string; ids: string[] }[],
+  expected: Record<string, string[]>,
+  names: string[],
+  seeds: number,
+): string {
   const ids = [...new Set([...Object.values(expected).flat(), ...outcomes.flatMap((o) => o.ids)])].sort();
-  const lines = [`| scenario (${seeds} seeds) | expected | exact | ${ids.join(' | ')} |`, `|---|---|---|${ids.map(() => '---').join('|')}|`];
+  const lines = [
+    `| scenario (${seeds} seeds) | expected | exact | ${ids.join(' | ')} |`,
+    `|---|---|---|${ids.map(() => '---').join('|')}|`,
+  ];
   for (const name of names) {
     const mine = outcomes.filter((o) => o.scenario === name);
     const exact = mine.filter((o) => o.ids.join() === [...expected[name]!].sort().join()).length;
     const counts = ids.map((id) => mine.filter((o) => o.ids.includes(id)).length);
-    lines.push(`| ${name} | ${expected[name]!.join(', ') || '(none)'} | ${exact}/${mine.length} | ${counts.map((c) => (c === 0 ? '.' : String(c))).join(' | ')} |`);
+    lines.push(
+      `| ${name} | ${expected[name]!.join(', ') || '(none)'} | ${exact}/${mine.length} | ${counts.map((c) => (c === 0 ? '.' : String(c))).join(' | ')} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -49,7 +59,10 @@ export function tableOf(outcomes: { scenario: string; ids: string[] }[], expecte
 if (path.basename(process.argv[1] ?? '') === 'confusion.js') {
   const n = Number(process.argv[2] ?? 20);
   const only = process.argv[3] as ScenarioName | undefined;
-  const { outcomes, table } = await confusion(Array.from({ length: n }, (_, i) => i + 1), only ? [only] : SCENARIO_NAMES);
+  const { outcomes, table } = await confusion(
+    Array.from({ length: n }, (_, i) => i + 1),
+    only ? [only] : SCENARIO_NAMES,
+  );
   console.log(table);
   for (const o of outcomes) {
     if (o.ids.join() !== [...EXPECTED[o.scenario]].sort().join()) {

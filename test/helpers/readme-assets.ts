@@ -25,7 +25,24 @@ try {
     group: f.run.replace(dir, '/data/runs'),
     reason: 'first notification of the group',
     createdAt: new Date(now).toISOString(),
-    alerts: [{ key: 'k', fingerprint: 'k', status: 'firing', detector: f.detector, severity: f.severity, run: f.run.replace(dir, '/data/runs'), round: f.round, step: f.step, message: f.message, evidence: f.evidence, recommendation: f.recommendation, sparkline: 'boundary, selector round 2: ▄▇█▆▂▁▃▆█▇▄▁▁▄▇█▅▂▁▃▆█▆▃▁▂▅█▇▄▂▁▃▆', startsAt: new Date(now).toISOString(), endsAt: null }],
+    alerts: [
+      {
+        key: 'k',
+        fingerprint: 'k',
+        status: 'firing',
+        detector: f.detector,
+        severity: f.severity,
+        run: f.run.replace(dir, '/data/runs'),
+        round: f.round,
+        step: f.step,
+        message: f.message,
+        evidence: f.evidence,
+        recommendation: f.recommendation,
+        sparkline: 'boundary, selector round 2: ▄▇█▆▂▁▃▆█▇▄▁▁▄▇█▅▂▁▃▆█▆▃▁▂▅█▇▄▂▁▃▆',
+        startsAt: new Date(now).toISOString(),
+        endsAt: null,
+      },
+    ],
   });
   writeFileSync(path.join(REPO, 'docs', 'slack-payload-example.json'), JSON.stringify(payload, null, 2) + '\n');
 } finally {

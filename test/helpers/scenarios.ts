@@ -107,7 +107,16 @@ function healthyRounds(): RoundPlan[] {
 }
 
 function plan(name: ScenarioName, r: () => number, seed: number): Plan {
-  const base: Plan = { rounds: healthyRounds(), weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 }, formatStd: 0.08, k: 10, easy: 0.8, unsolvable: 0.2, endsAgo: 60_000, finished: true };
+  const base: Plan = {
+    rounds: healthyRounds(),
+    weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 },
+    formatStd: 0.08,
+    k: 10,
+    easy: 0.8,
+    unsolvable: 0.2,
+    endsAgo: 60_000,
+    finished: true,
+  };
   const rounds = base.rounds;
   switch (name) {
     case 'healthy':
@@ -182,8 +191,7 @@ function questions(r: () => number, n: number): number[] {
     if (r() < 0.8) {
       acc = 0.15 + 0.7 * r();
       if (acc >= 0.4 && acc <= 0.6 && r() < 0.15) acc = r() < 0.5 ? 0.15 + 0.25 * r() : 0.6 + 0.25 * r();
-    }
-    else acc = r() < 0.5 ? 0.15 * r() : 0.85 + 0.15 * r();
+    } else acc = r() < 0.5 ? 0.15 * r() : 0.85 + 0.15 * r();
     out.push(Math.round(acc * 80) / 80); // N = 8 selector rollouts x K = 10 generator rollouts
   }
   return out;
@@ -203,7 +211,10 @@ export function scenarioWrites(name: ScenarioName, seed: number, now = Date.now(
   const iso = (): string => new Date(t).toISOString();
 
   w('configs/filter_config.yaml', `easy_threshold: ${p.easy}\nunsolvable_threshold: ${p.unsolvable}\nvar_min: 0.02\nrollouts: ${p.k}\n`);
-  w('configs/reward_config.yaml', `weights: {boundary: ${p.weights.boundary}, relevance: ${p.weights.relevance}, format: ${p.weights.format}, count: ${p.weights.count}}\ntarget_accuracy: 0.5\nrollouts: ${p.k}\n`);
+  w(
+    'configs/reward_config.yaml',
+    `weights: {boundary: ${p.weights.boundary}, relevance: ${p.weights.relevance}, format: ${p.weights.format}, count: ${p.weights.count}}\ntarget_accuracy: 0.5\nrollouts: ${p.k}\n`,
+  );
   const qs = questions(r, 2000);
   let filter = '';
   let kept = 0;
@@ -280,4 +291,3 @@ export function writeScenario(dir: string, name: ScenarioName, seed: number, now
     utimesSync(abs, e.time / 1000, e.time / 1000);
   }
 }
-

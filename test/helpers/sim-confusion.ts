@@ -31,7 +31,10 @@ export async function runSim(name: SimScenarioName, seed: number, rounds = 3): P
   }
 }
 
-export const SIM_EXPECTED = Object.fromEntries(SIM_SCENARIO_NAMES.map((n) => [n, SIM_SCENARIOS[n].expected as string[]])) as Record<SimScenarioName, string[]>;
+export const SIM_EXPECTED = Object.fromEntries(SIM_SCENARIO_NAMES.map((n) => [n, SIM_SCENARIOS[n].expected as string[]])) as Record<
+  SimScenarioName,
+  string[]
+>;
 
 /** Whether a run reported every expected id and nothing beyond the scenario's mayAlso. */
 export function asExpected(o: SimOutcome): boolean {

@@ -13,11 +13,22 @@ export interface AlertmanagerOptions {
 export function alertmanagerPayload(n: Notification): Record<string, unknown>[] {
   if (n.test === true) {
     const now = new Date();
-    return [{ labels: { alertname: 'barwatch-test', severity: 'info' }, annotations: { summary: 'barwatch test notification' }, startsAt: now.toISOString(), endsAt: new Date(now.getTime() + 60_000).toISOString() }];
+    return [
+      {
+        labels: { alertname: 'barwatch-test', severity: 'info' },
+        annotations: { summary: 'barwatch test notification' },
+        startsAt: now.toISOString(),
+        endsAt: new Date(now.getTime() + 60_000).toISOString(),
+      },
+    ];
   }
   return n.alerts.map((a) => ({
     labels: { alertname: a.detector, run: a.run, round: a.round === null ? '' : String(a.round), severity: a.severity },
-    annotations: { summary: a.message, ...(a.recommendation ? { recommendation: a.recommendation } : {}), ...(a.step !== null ? { step: String(a.step) } : {}) },
+    annotations: {
+      summary: a.message,
+      ...(a.recommendation ? { recommendation: a.recommendation } : {}),
+      ...(a.step !== null ? { step: String(a.step) } : {}),
+    },
     startsAt: a.startsAt,
     ...(a.endsAt !== null ? { endsAt: a.endsAt } : {}),
   }));

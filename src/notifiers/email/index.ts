@@ -25,9 +25,12 @@ export function emailHtml(n: Notification): string {
   if (n.test === true) return '<p>This is a test notification from barwatch: this channel works.</p>';
   const parts: string[] = [];
   for (const a of n.alerts) {
-    const color = a.status === 'resolved' ? '#2e7d32' : a.severity === 'critical' ? '#c62828' : a.severity === 'warning' ? '#ef6c00' : '#1565c0';
+    const color =
+      a.status === 'resolved' ? '#2e7d32' : a.severity === 'critical' ? '#c62828' : a.severity === 'warning' ? '#ef6c00' : '#1565c0';
     const at = where(a);
-    parts.push(`<h3 style="color:${color}">${a.status === 'resolved' ? 'RESOLVED' : a.severity.toUpperCase()} ${escapeHtml(a.detector)}</h3>`);
+    parts.push(
+      `<h3 style="color:${color}">${a.status === 'resolved' ? 'RESOLVED' : a.severity.toUpperCase()} ${escapeHtml(a.detector)}</h3>`,
+    );
     parts.push(`<p><b>Run</b> ${escapeHtml(a.run)}${at ? ` &middot; ${escapeHtml(at)}` : ''}</p>`);
     parts.push(`<p>${escapeHtml(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message)}</p>`);
     if (a.status === 'firing') {
@@ -60,7 +63,11 @@ export function createEmailNotifier(opts: EmailOptions): Notifier {
       const e = err as { responseCode?: number; code?: string; message: string };
       if (typeof e.responseCode === 'number') {
         const transient = e.responseCode >= 400 && e.responseCode < 500;
-        return { ok: false, retry: transient, error: redact(`SMTP server answered ${e.responseCode}${transient ? '' : ' (not retried)'}`, secrets) };
+        return {
+          ok: false,
+          retry: transient,
+          error: redact(`SMTP server answered ${e.responseCode}${transient ? '' : ' (not retried)'}`, secrets),
+        };
       }
       const permanent = e.code === 'EAUTH' || e.code === 'EENVELOPE';
       return { ok: false, retry: !permanent, error: redact(`SMTP ${e.code ?? 'error'}${permanent ? ' (not retried)' : ''}`, secrets) };

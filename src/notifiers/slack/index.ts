@@ -25,17 +25,31 @@ export function slackPayload(n: Notification): { text: string; blocks: Block[] }
     return { text, blocks };
   }
   for (const a of n.alerts.slice(0, 10)) {
-    const head = a.status === 'resolved' ? ':white_check_mark: *RESOLVED*' : a.severity === 'critical' ? ':rotating_light: *CRITICAL*' : a.severity === 'warning' ? ':warning: *WARNING*' : ':information_source: *INFO*';
+    const head =
+      a.status === 'resolved'
+        ? ':white_check_mark: *RESOLVED*'
+        : a.severity === 'critical'
+          ? ':rotating_light: *CRITICAL*'
+          : a.severity === 'warning'
+            ? ':warning: *WARNING*'
+            : ':information_source: *INFO*';
     const at = where(a);
     blocks.push({
       type: 'section',
-      text: { type: 'mrkdwn', text: `${head} \`${a.detector}\`\n*Run* ${escapeSlack(a.run)}${at ? `  *Where* ${at}` : ''}\n${escapeSlack(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message)}` },
+      text: {
+        type: 'mrkdwn',
+        text: `${head} \`${a.detector}\`\n*Run* ${escapeSlack(a.run)}${at ? `  *Where* ${at}` : ''}\n${escapeSlack(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message)}`,
+      },
     });
     if (a.status === 'firing') {
       const ev = keyEvidence(a);
       if (ev.length > 0) blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: escapeSlack(ev.join(' | ')).slice(0, 2900) }] });
       if (a.sparkline) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `\`${escapeSlack(a.sparkline)}\`` } });
-      if (a.recommendation) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `*Recommendation* ${escapeSlack(a.recommendation)}`.slice(0, 2900) } });
+      if (a.recommendation)
+        blocks.push({
+          type: 'section',
+          text: { type: 'mrkdwn', text: `*Recommendation* ${escapeSlack(a.recommendation)}`.slice(0, 2900) },
+        });
     }
     blocks.push({ type: 'divider' });
   }
@@ -57,20 +71,29 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
       await hook.send(payload as Parameters<IncomingWebhook['send']>[0]);
       return { ok: true };
     } catch (err) {
-        if (err instanceof IncomingWebhookHTTPError) {
-          const r = classifyStatus(err.statusCode, retryAfterMs(retryAfter));
-          return r.ok ? r : { ...r, error: `Slack answered ${r.error}` };
-        }
-        const cause = err instanceof IncomingWebhookRequestError ? err.original : (err as Error);
-        const detail = (cause as { cause?: { code?: string } }).cause?.code ?? cause.name;
-        return { ok: false, retry: true, error: redact(`Slack webhook unreachable (${detail})`, [opts.webhookUrl]) };
+      if (err instanceof IncomingWebhookHTTPError) {
+        const r = classifyStatus(err.statusCode, retryAfterMs(retryAfter));
+        return r.ok ? r : { ...r, error: `Slack answered ${r.error}` };
       }
+      const cause = err instanceof IncomingWebhookRequestError ? err.original : (err as Error);
+      const detail = (cause as { cause?: { code?: string } }).cause?.code ?? cause.name;
+      return { ok: false, retry: true, error: redact(`Slack webhook unreachable (${detail})`, [opts.webhookUrl]) };
+    }
   };
   return {
     name: 'slack',
     send: (n: Notification) => post(slackPayload(n)),
     // Slack webhooks take no images: the summary goes as text.
-    sendSummary: (s: Summary) => post({ text: escapeSlack(s.subject), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: `*${escapeSlack(s.subject)}*\n\`\`\`${escapeSlack(s.text).slice(0, 2800)}\`\`\`` } }] }),
+    sendSummary: (s: Summary) =>
+      post({
+        text: escapeSlack(s.subject),
+        blocks: [
+          {
+            type: 'section',
+            text: { type: 'mrkdwn', text: `*${escapeSlack(s.subject)}*\n\`\`\`${escapeSlack(s.text).slice(0, 2800)}\`\`\`` },
+          },
+        ],
+      }),
   };
 }
 
