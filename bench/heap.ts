@@ -13,8 +13,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config/load.js';
 import { DetectorEngine } from '../src/detectors/engine.js';
-import { silentLogger } from '../src/log.js';
-import { Pipeline } from '../src/pipeline.js';
+import { silentLogger } from '../src/util/log.js';
+import { Pipeline } from '../src/pipeline/pipeline.js';
 import { placeFile } from '../src/sources/place.js';
 import { arg, noiseLine, report } from './common.js';
 

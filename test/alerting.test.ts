@@ -12,9 +12,10 @@ import type { Notification, SendResult } from '../src/alerting/types.js';
 import type { Finding } from '../src/detectors/types.js';
 import { createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
 import type { Notifier } from '../src/notifiers/types.js';
-import type { Logger } from '../src/log.js';
+import type { Logger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
 import { CaptureServer, FakeClock } from './helpers/servers.js';
+import { stateLayout } from '../src/state/layout.js';
 
 const S = 1000;
 const M = 60 * S;
@@ -51,7 +52,7 @@ async function setup(
 ) {
   const { log, lines } = logCapture();
   const a = new Alerting({
-    stateDir: dir,
+    layout: stateLayout(dir),
     lifecycle: { forMs: over.forMs ?? 0, keepFiringForMs: over.keepFiringForMs ?? 0 },
     dispatch: { groupWaitMs: 10 * S, groupIntervalMs: 1 * M, repeatIntervalMs: 4 * 60 * M, resolveNotify: true, ...over },
     notifiers,

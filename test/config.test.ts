@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { describe, test } from 'node:test';
-import { parseDuration } from '../src/config/duration.js';
+import { parseDuration } from '../src/util/duration.js';
 import { ConfigError, loadConfig, parseConfig } from '../src/config/load.js';
 import { BIN, REPO, tempDir } from './helpers/fs.js';
 

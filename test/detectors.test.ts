@@ -8,14 +8,14 @@ import { suggestThresholds } from '../src/detectors/filter-thresholds.js';
 import { rebalance } from '../src/detectors/format-dominance.js';
 import { DETECTORS } from '../src/detectors/index.js';
 import { standardError } from '../src/detectors/low-rollouts.js';
-import { DETECTOR_IDS } from '../src/config/schema.js';
+import { DETECTOR_IDS } from '../src/detectors/index.js';
 import { FilterStats } from '../src/runs/filter.js';
 import { DetectorEngine } from '../src/detectors/engine.js';
 import type { Detector } from '../src/detectors/types.js';
 import { RunState } from '../src/runs/run.js';
-import { DEFAULT_STATS } from '../src/runs/series.js';
 import { confusion, runScenario } from './helpers/confusion.js';
 import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
+import { DEFAULTS } from './helpers/defaults.js';
 
 const SEEDS = Array.from({ length: 20 }, (_, i) => i + 1);
 
@@ -121,7 +121,7 @@ describe('engine', () => {
       },
     };
     const engine = new DetectorEngine({}, [clock]);
-    const run = new RunState('/runs/r', DEFAULT_STATS);
+    const run = new RunState('/runs/r', DEFAULTS.stats);
     const ctx = { now: 0, live: true, final: false };
     const record = (step: number): void =>
       void run.apply(

@@ -11,7 +11,7 @@ import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, wri
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
-import type { StateFile } from '../src/sources/checkpoint.js';
+import type { DaemonState } from '../src/daemon/state.js';
 import { Actor } from './helpers/actor.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
@@ -45,9 +45,9 @@ function workspace(): { dir: string; runs: string; state: string } {
   return { dir, runs, state };
 }
 
-function readState(stateDir: string): StateFile | null {
+function readState(stateDir: string): DaemonState | null {
   try {
-    return JSON.parse(readFileSync(path.join(stateDir, 'state.json'), 'utf8')) as StateFile;
+    return JSON.parse(readFileSync(path.join(stateDir, 'state.json'), 'utf8')) as DaemonState;
   } catch {
     return null;
   }

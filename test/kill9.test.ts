@@ -10,10 +10,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
-import { analyzePaths } from '../src/analyze.js';
+import { analyzePaths } from '../src/pipeline/analyze.js';
 import { loadConfig } from '../src/config/load.js';
-import { silentLogger } from '../src/log.js';
-import type { StateFile } from '../src/sources/checkpoint.js';
+import { silentLogger } from '../src/util/log.js';
+import type { DaemonState } from '../src/daemon/state.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { rng } from '../src/sim/random.js';
@@ -68,14 +68,14 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
   await done;
   // Caught up: every file's saved offset is at its end (the watcher's events alone, no sweep).
   const caughtUp = (): boolean => {
-    const s = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as StateFile;
+    const s = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as DaemonState;
     const files = Object.entries(s.files).filter(([, c]) => c.tail !== null);
     return files.length > 0 && files.every(([f, c]) => c.tail!.offset === statSync(f).size);
   };
   const end = Date.now() + 60_000;
   while (!caughtUp()) {
     if (Date.now() > end) {
-      const s = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as StateFile;
+      const s = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as DaemonState;
       const behind = Object.entries(s.files)
         .filter(([f, c]) => c.tail !== null && c.tail.offset !== statSync(f).size)
         .map(([f, c]) => `${f}: ${c.tail!.offset} of ${statSync(f).size}`);
@@ -88,7 +88,7 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
   assert.equal(await d.stop(), 0);
   assert.equal(kills, KILLS, `only ${kills} kills happened before the writer finished`);
 
-  const state = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as StateFile;
+  const state = JSON.parse(readFileSync(path.join(root, 'state', 'state.json'), 'utf8')) as DaemonState;
   const once = await analyzePaths([path.join(root, 'runs')], loadConfig(null), silentLogger(), () => Date.now());
   for (const run of once.runs) {
     const live = state.runs.find((x) => x.id === run.id)!;

@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BarragSelectorDebugParser } from '../src/parsers/barrag-debug.js';
+import { BarragSelectorDebugParser } from '../src/parsers/barrag-selector-debug.js';
 import { BarragGeneratorDebugParser } from '../src/parsers/barrag-generator-debug.js';
 import { classifyFile } from '../src/parsers/index.js';
 import { parseJsonLenient } from '../src/parsers/json.js';
 import { canonicalKey, Flattener, flattenValues, ShapedRecord } from '../src/parsers/keys.js';
 import { RoundState } from '../src/runs/round.js';
-import { DEFAULT_STATS } from '../src/runs/series.js';
 import { parsePythonLiteral } from '../src/parsers/pydict.js';
 import { RewardHistoryParser } from '../src/parsers/reward-history.js';
 import { readRunSettings, RunConfigParser } from '../src/parsers/run-config.js';
 import { TextLogParser } from '../src/parsers/train-log.js';
 import { TrainerStateParser } from '../src/parsers/trainer-state.js';
-import { DEFAULT_PARSER_OPTIONS, isMalformed, type LineResult, type MetricRecord, type ParsedRecord } from '../src/parsers/types.js';
+import { isMalformed, type LineResult, type MetricRecord, type ParsedRecord } from '../src/parsers/types.js';
+import { DEFAULTS } from './helpers/defaults.js';
 
-const opts = DEFAULT_PARSER_OPTIONS;
+const opts = DEFAULTS.parser;
 
 function records(r: LineResult): ParsedRecord[] {
   assert.ok(!isMalformed(r), `expected records, got malformed: ${JSON.stringify(r)}`);
@@ -457,8 +457,8 @@ describe('reward_history.jsonl read through the learned shape', () => {
       '{"step": 14, "data": {"reward/boundary": 0.45, "acc": 0.35}}',
     ];
     const parser = new RewardHistoryParser(opts);
-    const shaped = new RoundState('selector', 1, DEFAULT_STATS);
-    const plain = new RoundState('selector', 1, DEFAULT_STATS);
+    const shaped = new RoundState('selector', 1, DEFAULTS.stats);
+    const plain = new RoundState('selector', 1, DEFAULTS.stats);
     let throughShape = 0;
     for (const line of lines) {
       const r = metric(parser.line(line));

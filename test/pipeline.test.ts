@@ -4,21 +4,21 @@ import { appendFileSync, readFileSync, writeFileSync, mkdirSync, rmSync } from '
 import { pino } from 'pino';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { DEFAULT_PARSER_OPTIONS } from '../src/parsers/types.js';
-import { Pipeline } from '../src/pipeline.js';
-import { DEFAULT_STATS } from '../src/runs/series.js';
+import { Pipeline } from '../src/pipeline/pipeline.js';
 import { discover } from '../src/sources/discover.js';
-import { loadState, writeAtomic, type StateFile } from '../src/sources/checkpoint.js';
-import { DEFAULT_TAIL } from '../src/sources/tailer.js';
-import { silentLogger } from '../src/log.js';
+import { hasReadSections, type ReadState } from '../src/pipeline/pipeline.js';
+import { loadState } from '../src/state/file.js';
+import { silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
 import { writeRun } from './helpers/run.js';
 import { firstDiff } from './helpers/diff.js';
+import { writeAtomic } from '../src/state/atomic.js';
+import { DEFAULTS } from './helpers/defaults.js';
 
 const opts = () => ({
-  parser: DEFAULT_PARSER_OPTIONS,
-  tail: DEFAULT_TAIL,
-  stats: DEFAULT_STATS,
+  parser: DEFAULTS.parser,
+  tail: DEFAULTS.tail,
+  stats: DEFAULTS.stats,
   now: () => 1_000_000,
   log: silentLogger(),
 });
@@ -89,12 +89,12 @@ describe('pipeline', () => {
       const text = full.get(f)!;
       appendFileSync(f, text.slice(Math.floor(text.length * 0.4)));
     }
-    const { state } = await loadState(statePath);
+    const { state } = await loadState<ReadState>(statePath, hasReadSections);
     const b = new Pipeline(opts(), state);
     await ingest(b, split);
     const c = new Pipeline(opts());
     await ingest(c, whole);
-    const norm = (s: StateFile['runs'], root: string): unknown => JSON.parse(JSON.stringify(s).split(root).join('<run>'));
+    const norm = (s: ReadState['runs'], root: string): unknown => JSON.parse(JSON.stringify(s).split(root).join('<run>'));
     assert.equal(firstDiff(norm(b.registry.toJSON(), split), norm(c.registry.toJSON(), whole)), null);
     await Promise.all([b.close(), c.close()]);
   });
@@ -111,7 +111,7 @@ describe('pipeline', () => {
     // Only the selector files grow: the generator rounds' text is reused, the selector rounds' renewed.
     for (const f of files.filter((x) => x.includes('selector'))) appendFileSync(f, full.get(f)!.slice(Math.floor(full.get(f)!.length / 2)));
     await ingest(p, dir);
-    const text = JSON.parse(p.statePieces({ alerting: { alerts: [], groups: {} } }).join('')) as StateFile;
+    const text = JSON.parse(p.statePieces({ alerting: { alerts: [], groups: {} } }).join('')) as ReadState;
     assert.deepEqual(text, { ...p.state(), alerting: { alerts: [], groups: {} } });
     assert.deepEqual(text.runs[0]!.rounds.map((r) => `${r.role}${r.round}:${r.steps}`).sort(), [
       'generator1:50',
@@ -155,7 +155,7 @@ describe('pipeline', () => {
     const dir = tempDir();
     const file = path.join(dir, 'state.json');
     writeFileSync(file, '{"version": 1, "files": {');
-    const { state, problems } = await loadState(file, Date.parse('2026-11-30T00:00:00Z'));
+    const { state, problems } = await loadState<ReadState>(file, hasReadSections, Date.parse('2026-11-30T00:00:00Z'));
     assert.equal(state, null);
     assert.equal(problems.length, 1);
     assert.match(
@@ -164,7 +164,7 @@ describe('pipeline', () => {
     );
     // A complete temp file (crash between fsync and rename) wins.
     writeFileSync(file + '.tmp', JSON.stringify({ version: 1, savedAt: 'x', files: {}, runs: [] }));
-    const again = await loadState(file);
+    const again = await loadState<ReadState>(file, hasReadSections);
     assert.deepEqual(again.state, { version: 1, savedAt: 'x', files: {}, runs: [] });
   });
 

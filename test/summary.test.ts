@@ -3,16 +3,16 @@ import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { analyzePaths } from '../src/analyze.js';
+import { analyzePaths } from '../src/pipeline/analyze.js';
 import { loadConfig, parseConfig } from '../src/config/load.js';
-import { silentLogger } from '../src/log.js';
+import { silentLogger } from '../src/util/log.js';
 import { createEmailNotifier } from '../src/notifiers/email/index.js';
-import { writeAtomic } from '../src/sources/checkpoint.js';
 import { buildSummary } from '../src/summary/build.js';
 import { barwatchAsync } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
 import { writeScenario } from './helpers/scenarios.js';
 import { SmtpCapture } from './helpers/servers.js';
+import { writeAtomic } from '../src/state/atomic.js';
 
 test('summary email: rounds, direction of change, accuracy vs c, alerts of the last 24 h, PNG charts attached and referenced', async () => {
   const root = tempDir();

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { FileTailer, type TailCheckpoint } from '../src/sources/tailer.js';
 import { tempDir } from './helpers/fs.js';
+import { DEFAULTS } from './helpers/defaults.js';
 
 const WRITER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'writer.js');
 
@@ -95,7 +96,7 @@ describe('tailer edge cases', () => {
         Buffer.from('partial'),
       ]),
     );
-    const t = new FileTailer(file);
+    const t = new FileTailer(file, DEFAULTS.tail);
     const out: string[] = [];
     await readAll(t, out);
     assert.deepEqual(out, ['a=1', 'bad \ufffd\ufffd bytes']);
@@ -135,7 +136,7 @@ describe('tailer edge cases', () => {
     const file = path.join(dir, 'train.log');
     writeFileSync(file, 'step=1 a=1\nstep=2 a=2\n');
     const notes: string[] = [];
-    const t = new FileTailer(file, undefined, null, {
+    const t = new FileTailer(file, DEFAULTS.tail, null, {
       truncated: ({ rewritten }) => notes.push(rewritten ? 'rewritten' : 'truncated'),
       rotated: ({ reason }) => notes.push(reason),
     });
@@ -156,7 +157,7 @@ describe('tailer edge cases', () => {
     const dir = tempDir();
     const file = path.join(dir, 'a.jsonl');
     writeFileSync(file, '{"step":1}\n');
-    const t = new FileTailer(file);
+    const t = new FileTailer(file, DEFAULTS.tail);
     const out: string[] = [];
     await readAll(t, out);
     renameSync(file, file + '.old');
@@ -171,13 +172,13 @@ describe('tailer edge cases', () => {
     const dir = tempDir();
     const file = path.join(dir, 'a.log');
     writeFileSync(file, 'l1\nl2\npart');
-    const a = new FileTailer(file);
+    const a = new FileTailer(file, DEFAULTS.tail);
     const out: string[] = [];
     await readAll(a, out);
     const cp = a.checkpoint();
     await a.close();
     appendFileSync(file, 'ial\nl4\n');
-    const b = new FileTailer(file, undefined, cp);
+    const b = new FileTailer(file, DEFAULTS.tail, cp);
     await readAll(b, out);
     assert.deepEqual(out, ['l1', 'l2', 'partial', 'l4']);
     await b.close();

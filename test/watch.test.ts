@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import type { StateFile } from '../src/sources/checkpoint.js';
+import type { DaemonState } from '../src/daemon/state.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 
@@ -70,7 +70,7 @@ describe('barwatch watch', () => {
     assert.equal(await d.stop(), 0);
     assert.ok(d.logs.some((l) => l.msg === 'stopped; state saved'));
 
-    const state = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as StateFile;
+    const state = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as DaemonState;
     const steps = Object.fromEntries(state.runs[0]!.rounds.map((r) => [`${r.role}${r.round}`, r.steps]));
     assert.deepEqual(steps, { selector1: 60, selector2: 20 });
 
@@ -81,7 +81,7 @@ describe('barwatch watch', () => {
     await writer(path.join(r1, 'reward_history.jsonl'), 61, 10, 200);
     await again.waitFor(status(90));
     assert.equal(await again.stop(), 0);
-    const after = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as StateFile;
+    const after = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as DaemonState;
     const r1state = after.runs[0]!.rounds.find((r) => r.round === 1)!;
     assert.equal(r1state.steps, 70);
     assert.equal(r1state.series['boundary']!.summary.n, 70);
@@ -102,7 +102,7 @@ describe('barwatch watch', () => {
     await d.waitFor(status(1));
     assert.equal(await d.stop(), 0);
     assert.ok(existsSync(path.join(run, '.barwatch', 'state.json')));
-    const state = JSON.parse(readFileSync(path.join(run, '.barwatch', 'state.json'), 'utf8')) as StateFile;
+    const state = JSON.parse(readFileSync(path.join(run, '.barwatch', 'state.json'), 'utf8')) as DaemonState;
     assert.deepEqual(Object.keys(state.files), [path.join(run, 'outputs', 'generator_round1', 'reward_history.jsonl')]);
     assert.equal(state.runs[0]!.id, run);
   });

@@ -3,7 +3,7 @@
  * then firing; a firing alert whose finding stops holding resolves after `keep_firing_for`.
  * A pending alert whose finding goes away never fired and is dropped without a word.
  */
-import type { Finding } from '../detectors/types.js';
+import { findingKey, type Finding } from '../detectors/types.js';
 import type { Alert } from './types.js';
 
 export interface LifecycleOptions {
@@ -12,7 +12,7 @@ export interface LifecycleOptions {
 }
 
 export function alertKey(f: Finding): string {
-  return `${f.run}|${f.detector}|${f.round ?? '-'}`;
+  return findingKey(f.run, f.detector, f.round);
 }
 
 export class AlertBook {

@@ -14,10 +14,10 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { Logger } from '../log.js';
-import type { Notifier } from '../notifiers/types.js';
-import { writeAtomic } from '../sources/checkpoint.js';
-import type { Notification } from './types.js';
+import type { Logger } from '../util/log.js';
+import type { Channel, Notification } from './types.js';
+import { writeAtomic } from '../state/atomic.js';
+import type { StateLayout } from '../state/layout.js';
 
 export interface OutboxOptions {
   baseBackoffMs: number;
@@ -53,6 +53,7 @@ const LOG_KEEP = 10_000;
 
 export class Outbox {
   readonly dir: string;
+  private readonly failedDir: string;
   readonly logFile: string;
   private readonly entries = new Map<string, Entry>();
   private readonly sent = new Set<string>();
@@ -64,19 +65,20 @@ export class Outbox {
   readonly counters = { sent: new Map<string, number>(), failed: new Map<string, number>() };
 
   constructor(
-    stateDir: string,
-    private readonly notifiers: Map<string, Notifier>,
+    layout: StateLayout,
+    private readonly notifiers: Map<string, Channel>,
     private readonly log: Logger,
     private readonly now: () => number,
     private readonly opts: OutboxOptions = { baseBackoffMs: 1000, maxBackoffMs: 60_000 },
   ) {
-    this.dir = path.join(stateDir, 'outbox');
-    this.logFile = path.join(stateDir, 'notifications.jsonl');
+    this.dir = layout.outbox;
+    this.failedDir = layout.outboxFailed;
+    this.logFile = layout.notifications;
   }
 
   /** Loads what a previous process left: queued entries and the log of what was sent. */
   async init(): Promise<void> {
-    if (!(await this.disk('create the outbox folder', () => fsp.mkdir(path.join(this.dir, 'failed'), { recursive: true })))) return;
+    if (!(await this.disk('create the outbox folder', () => fsp.mkdir(this.failedDir, { recursive: true })))) return;
     if (existsSync(this.logFile)) {
       const lines = readFileSync(this.logFile, 'utf8')
         .split('\n')
@@ -99,7 +101,7 @@ export class Outbox {
         }
         this.entries.set(e.notification.id, e);
       } catch (err) {
-        const dest = path.join(this.dir, 'failed', `${name}.unreadable`);
+        const dest = path.join(this.failedDir, `${name}.unreadable`);
         await fsp.rename(path.join(this.dir, name), dest).catch(() => undefined);
         this.log.warn({ file: path.join(this.dir, name) }, `unreadable outbox entry (${(err as Error).message}); moved to ${dest}`);
       }
@@ -251,7 +253,7 @@ export class Outbox {
     e.lastError = error;
     this.entries.delete(n.id);
     this.counters.failed.set(n.channel, (this.counters.failed.get(n.channel) ?? 0) + 1);
-    await this.disk('move a refused notification to outbox/failed', () => this.write(path.join(this.dir, 'failed', `${n.id}.json`), e));
+    await this.disk('move a refused notification to outbox/failed', () => this.write(path.join(this.failedDir, `${n.id}.json`), e));
     await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
   }
 

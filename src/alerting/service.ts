@@ -4,19 +4,20 @@
  * directly by tests with a simulated clock.
  */
 import type { Finding } from '../detectors/types.js';
-import type { Logger } from '../log.js';
-import type { Notifier } from '../notifiers/types.js';
+import type { Logger } from '../util/log.js';
 import { dedupeKey, Dispatcher, newId, type DispatchOptions, type Sparkline } from './dispatch.js';
 import { AlertBook, type LifecycleOptions } from './lifecycle.js';
 import { Outbox, type OutboxOptions } from './outbox.js';
 import { SilenceStore } from './silences.js';
-import type { Alert } from './types.js';
+import type { Alert, Channel } from './types.js';
+import type { StateLayout } from '../state/layout.js';
 
 export interface AlertingOptions {
-  stateDir: string;
+  /** Where the outbox, the notification log and the silences live. */
+  layout: StateLayout;
   lifecycle: LifecycleOptions;
   dispatch: DispatchOptions;
-  notifiers: Notifier[];
+  notifiers: Channel[];
   log: Logger;
   now: () => number;
   outbox?: OutboxOptions;
@@ -39,8 +40,8 @@ export class Alerting {
     this.book = new AlertBook(opts.lifecycle);
     this.dispatcher = new Dispatcher(opts.dispatch);
     this.log = opts.log.child({ component: 'alerting' });
-    this.silences = SilenceStore.in(opts.stateDir, (m) => this.log.warn(m));
-    this.outbox = new Outbox(opts.stateDir, new Map(opts.notifiers.map((n) => [n.name, n])), this.log, opts.now, opts.outbox);
+    this.silences = new SilenceStore(opts.layout.silences, (m) => this.log.warn(m));
+    this.outbox = new Outbox(opts.layout, new Map(opts.notifiers.map((n) => [n.name, n])), this.log, opts.now, opts.outbox);
   }
 
   get channels(): string[] {

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { writeAtomic } from '../sources/checkpoint.js';
 import type { Alert } from './types.js';
+import { writeAtomic } from '../state/atomic.js';
 
 export interface Silence {
   id: string;
@@ -42,10 +42,6 @@ export class SilenceStore {
     readonly file: string,
     private readonly warn?: (message: string) => void,
   ) {}
-
-  static in(stateDir: string, warn?: (message: string) => void): SilenceStore {
-    return new SilenceStore(path.join(stateDir, 'silences.json'), warn);
-  }
 
   /** Re-reads the file when it changed (the CLI writes it while the daemon runs). */
   load(): Silence[] {

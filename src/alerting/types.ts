@@ -42,5 +42,14 @@ export interface Notification {
   test?: boolean;
 }
 
+/** Where the outbox delivers notifications: one notifier (notifiers/ implements each channel). */
+export interface Channel {
+  /** The channel name: slack, email, alertmanager. */
+  readonly name: string;
+  /** One attempt. Never throws; never puts a secret into the result. */
+  send(n: Notification): Promise<SendResult>;
+  close?(): Promise<void>;
+}
+
 /** What a notifier says about one attempt (Alertmanager's (retry bool, err)). */
 export type SendResult = { ok: true } | { ok: false; retry: boolean; retryAfterMs?: number; error: string };

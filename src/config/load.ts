@@ -10,10 +10,10 @@ import cron from 'node-cron';
 import type { z } from 'zod';
 import type { ParserOptions } from '../parsers/types.js';
 import type { StatsOptions } from '../runs/series.js';
-import { DEFAULT_TAIL, type TailOptions } from '../sources/tailer.js';
+import type { TailOptions } from '../sources/tailer.js';
 import { DETECTORS } from '../detectors/index.js';
 import type { Params } from '../detectors/types.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from '../util/duration.js';
 import { configSchema, type RawConfig } from './schema.js';
 import { Secret } from './secret.js';
 
@@ -155,6 +155,14 @@ function issueProblems(file: string, doc: unknown, issue: z.core.$ZodIssue): Con
   switch (issue.code) {
     case 'unrecognized_keys':
       return issue.keys.map((k) => {
+        const detector = at.length === 2 && at[0] === 'detectors' ? DETECTORS.find((d) => d.id === at[1]) : undefined;
+        if (detector !== undefined) {
+          return {
+            file,
+            key: keyPath([...at, k]),
+            message: `unknown parameter (${detector.id} takes: ${Object.keys(detector.defaults).join(', ')})`,
+          };
+        }
         const near = knownKeys(at).filter((c) => levenshtein(c, k) <= 2 || (k.length >= 4 && c.startsWith(k)));
         const hint = near.length > 0 ? ` (did you mean ${near[0]}?)` : '';
         return { file, key: keyPath([...at, k]), message: `unknown key${hint}` };
@@ -332,31 +340,8 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
 
   const detectors: Record<string, Params> = {};
   for (const d of DETECTORS) {
-    const given = (raw.detectors as Record<string, Record<string, unknown> | undefined>)[d.id] ?? {};
-    const params: Record<string, unknown> = { ...d.defaults };
-    for (const [k, v] of Object.entries(given)) {
-      const key = `detectors.${d.id}.${k}`;
-      if (!(k in d.defaults)) {
-        problems.push({ file: name, key, message: `unknown parameter (${d.id} takes: ${Object.keys(d.defaults).join(', ')})` });
-        continue;
-      }
-      const def = (d.defaults as Record<string, unknown>)[k];
-      const isDuration = typeof def === 'string' && parseDuration(def) !== null;
-      if (isDuration && (typeof v !== 'string' || parseDuration(v) === null)) {
-        problems.push({ file: name, key, message: 'must be a duration such as 500ms, 10s, 5m or 4h' });
-        continue;
-      }
-      if (def !== undefined && typeof v !== typeof def) {
-        problems.push({ file: name, key, message: `must be ${EXPECTED[typeof def] ?? typeof def}, not ${typeName(v)}` });
-        continue;
-      }
-      if (typeof v === 'number' && !(v >= 0)) {
-        problems.push({ file: name, key, message: 'must not be negative' });
-        continue;
-      }
-      params[k] = v;
-    }
-    detectors[d.id] = params as Params;
+    const given = (raw.detectors as Record<string, Partial<Params> | undefined>)[d.id];
+    detectors[d.id] = { ...d.defaults, ...given } as Params;
   }
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -377,7 +362,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
       debugSamplesPerStep: raw.parse.debug_samples_per_step,
       debugStepGapMs: ms(raw.parse.debug_step_gap),
     },
-    tail: { ...DEFAULT_TAIL, maxLineBytes: raw.parse.max_line_bytes },
+    tail: { maxLineBytes: raw.parse.max_line_bytes },
     stats: {
       window: raw.stats.window,
       history: Math.max(raw.stats.history, raw.stats.window),

@@ -3,27 +3,10 @@
  * Durations stay strings here and become milliseconds in load.ts.
  */
 import { z } from 'zod';
-import { parseDuration } from './duration.js';
+import { DETECTORS } from '../detectors/index.js';
+import { detectorSchema, durationSchema } from '../detectors/params.js';
 
-export const DETECTOR_IDS = [
-  'boundary-oscillation',
-  'format-dominance',
-  'boundary-share-low',
-  'boundary-share-high',
-  'low-rollouts',
-  'generator-stall',
-  'generator-regression',
-  'frozen-generator',
-  'round-regression',
-  'stale-run',
-  'nonfinite-reward',
-  'reward-collapse',
-] as const;
-export type DetectorId = (typeof DETECTOR_IDS)[number];
-
-const duration = z.string().refine((s) => parseDuration(s) !== null, {
-  message: 'must be a duration such as 500ms, 10s, 5m or 4h',
-});
+const duration = durationSchema;
 const positiveInt = z.number().int().positive();
 
 const watch = z.strictObject({
@@ -120,18 +103,8 @@ const log = z.strictObject({
   format: z.enum(['auto', 'json', 'pretty']).default('auto'),
 });
 
-/** Parameters of one detector; each detector documents its own in issue-specific code. */
-const detector = z
-  .strictObject({
-    enabled: z.boolean().default(true),
-    window: positiveInt.optional(),
-    severity: z.enum(['info', 'warning', 'critical']).optional(),
-  })
-  .catchall(z.union([z.number(), z.string(), z.boolean()]));
-
-const detectors = z.strictObject(
-  Object.fromEntries(DETECTOR_IDS.map((id) => [id, detector.optional()])) as Record<DetectorId, z.ZodOptional<typeof detector>>,
-);
+/** `detectors.<id>`, built from each detector's own declaration (detectors/params.ts). */
+const detectors = z.strictObject(Object.fromEntries(DETECTORS.map((d) => [d.id, detectorSchema(d).optional()])));
 
 export const configSchema = z.strictObject({
   watch: watch.prefault({}),

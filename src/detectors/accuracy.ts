@@ -5,7 +5,7 @@
  */
 import type { Role } from '../parsers/types.js';
 import type { RunState } from '../runs/run.js';
-import { roundsOf } from './series.js';
+import { roundsOf } from './queries.js';
 
 export interface AccuracySource {
   role: Role;

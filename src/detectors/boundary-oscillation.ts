@@ -6,9 +6,10 @@
  * of `window` steps (hop window/2), with a consistent period; or a detrended spread that stays
  * above high_sd in every window, does not fall, while the mean does not rise.
  */
-import { pct, recent, round3, roundsOf } from './series.js';
-import { detrend, mannKendall, moments, spectralPeak, theilSen, type SpectralPeak } from './statistics.js';
+import { recent, roundsOf } from './queries.js';
+import { detrend, mannKendall, moments, spectralPeak, theilSen, type SpectralPeak } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
+import { pct, round3 } from '../util/format.js';
 
 interface P extends Params {
   window: number;

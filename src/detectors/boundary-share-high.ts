@@ -4,8 +4,8 @@
  */
 import { shareFacts, type ShareParams } from './boundary-share.js';
 import { accuracyDecline } from './generator-regression.js';
-import { pct } from './series.js';
 import type { Detector, Params } from './types.js';
+import { pct } from '../util/format.js';
 
 interface P extends Params, ShareParams {
   max_share: number;

@@ -5,8 +5,8 @@
  * threshold that drops everything above 0.45).
  */
 import { shareFacts, type ShareParams } from './boundary-share.js';
-import { pct } from './series.js';
 import type { Detector, Params } from './types.js';
+import { pct } from '../util/format.js';
 
 interface P extends Params, ShareParams {
   min_share: number;

@@ -4,7 +4,7 @@
  */
 import type { RunState } from '../runs/run.js';
 import { describeSuggestion, suggestThresholds } from './filter-thresholds.js';
-import { pct } from './series.js';
+import { pct } from '../util/format.js';
 
 export interface ShareParams {
   /** Post-filter questions needed before judging. */

@@ -7,7 +7,7 @@
  */
 import type { RunState } from '../runs/run.js';
 import { DETECTORS } from './index.js';
-import type { DetectContext, Detector, Draft, Finding, Params } from './types.js';
+import { findingKey, SEVERITY_RANK, type DetectContext, type Detector, type Draft, type Finding, type Params } from './types.js';
 
 export interface Transition {
   kind: 'firing' | 'resolved' | 'escalated';
@@ -158,7 +158,7 @@ export class DetectorEngine {
     const out: Transition[] = [];
     const seen = new Set<string>();
     for (const draft of drafts) {
-      const key = `${run.id}|${d.id}|${d.scope === 'run' ? '*' : (draft.round ?? '-')}`;
+      const key = findingKey(run.id, d.id, d.scope === 'run' ? '*' : draft.round);
       if (seen.has(key)) continue;
       seen.add(key);
       const prev = this.active.get(key);
@@ -177,7 +177,7 @@ export class DetectorEngine {
       };
       this.put(key, finding);
       if (prev === undefined) out.push({ kind: 'firing', finding });
-      else if (rank(finding.severity) > rank(prev.severity)) out.push({ kind: 'escalated', finding });
+      else if (SEVERITY_RANK[finding.severity] > SEVERITY_RANK[prev.severity]) out.push({ kind: 'escalated', finding });
     }
     for (const key of [...(this.activeBy.get(`${run.id}|${d.id}`) ?? [])]) {
       if (seen.has(key)) continue;
@@ -224,15 +224,11 @@ export class DetectorEngine {
   restore(j: EngineJSON | undefined): void {
     if (j === undefined) return;
     const scope = new Map(this.enabled.map((d) => [d.id, d.scope]));
-    for (const f of j.findings ?? []) this.put(`${f.run}|${f.detector}|${scope.get(f.detector) === 'run' ? '*' : (f.round ?? '-')}`, f);
+    for (const f of j.findings ?? []) this.put(findingKey(f.run, f.detector, scope.get(f.detector) === 'run' ? '*' : f.round), f);
     for (const [k, v] of Object.entries(j.evaluated ?? {})) {
       // `run|detector`; a run path may itself hold a '|', a detector id never does.
       const bar = k.lastIndexOf('|');
       if (bar > 0) this.evaluatedOf(k.slice(0, bar)).set(k.slice(bar + 1), v);
     }
   }
-}
-
-function rank(s: Finding['severity']): number {
-  return s === 'critical' ? 2 : s === 'warning' ? 1 : 0;
 }

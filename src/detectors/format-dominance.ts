@@ -6,8 +6,9 @@
  */
 import { COMPONENTS, type Component } from '../parsers/types.js';
 import { signalShares, type SignalShare } from '../runs/signal.js';
-import { pct, round3, roundsOf } from './series.js';
+import { roundsOf } from './queries.js';
 import type { Detector, Params } from './types.js';
+import { pct, round3 } from '../util/format.js';
 
 interface P extends Params {
   /** Format weight / boundary weight at or above this fires. */

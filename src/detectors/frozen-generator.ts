@@ -9,9 +9,10 @@
  */
 import type { RoundState } from '../runs/round.js';
 import { periodic } from './boundary-oscillation.js';
-import { recent, round3, roundsOf, segmentMeans } from './series.js';
-import { mannKendall, moments, noiseSd, normalCdf, theilSen, welch } from './statistics.js';
+import { recent, roundsOf, segmentMeans } from './queries.js';
+import { mannKendall, moments, noiseSd, normalCdf, theilSen, welch } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
+import { round3 } from '../util/format.js';
 
 interface P extends Params {
   /** Steps each round needs before curves are compared (and before a missing round counts). */

@@ -5,9 +5,10 @@
  */
 import type { RunState } from '../runs/run.js';
 import { accuracySources } from './accuracy.js';
-import { recent, roundsOf, round3, segmentMeans, targetOf } from './series.js';
-import { mannKendall, moments, theilSen, welch } from './statistics.js';
+import { recent, roundsOf, segmentMeans, targetOf } from './queries.js';
+import { mannKendall, moments, theilSen, welch } from '../stats/inference.js';
 import type { Detector, Params } from './types.js';
+import { round3 } from '../util/format.js';
 
 interface P extends Params {
   window: number;

@@ -5,9 +5,10 @@
  * accuracy is generator-regression's business, not a stall.
  */
 import { accuracySources } from './accuracy.js';
-import { acrossRounds, pct, round3, targetOf } from './series.js';
-import { mannKendall, theilSen } from './statistics.js';
+import { acrossRounds, targetOf } from './queries.js';
+import { mannKendall, theilSen } from '../stats/inference.js';
 import type { Detector, Params } from './types.js';
+import { pct, round3 } from '../util/format.js';
 
 interface P extends Params {
   /** Recent accuracy points (across rounds) judged. */

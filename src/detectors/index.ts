@@ -27,3 +27,6 @@ export const DETECTORS: readonly Detector[] = [
   nonfiniteReward,
   rewardCollapse,
 ] as unknown as readonly Detector<Params>[];
+
+/** The detector ids, in the order of DETECTORS. */
+export const DETECTOR_IDS: readonly string[] = DETECTORS.map((d) => d.id);

@@ -3,7 +3,7 @@
  * K < 5 the estimate is mostly noise: K = 2 gives p in {0, 0.5, 1} and a standard error of
  * sqrt(c(1-c)/K) = 0.35 at c = 0.5, so the boundary reward cannot tell good evidence from bad.
  */
-import { targetOf } from './series.js';
+import { targetOf } from './queries.js';
 import type { Detector, Params } from './types.js';
 
 interface P extends Params {

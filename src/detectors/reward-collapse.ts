@@ -3,7 +3,7 @@
  * sampled answer gets the same reward, so the group-normalised advantage (GRPO) is zero and the
  * policy no longer learns (TRL shows it as `frac_reward_zero_std` near 1).
  */
-import { rewardSeries } from './series.js';
+import { rewardSeries } from './queries.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {

@@ -4,9 +4,10 @@
  * F-test on the first-difference noise variance for the spread. Healthy alternation does the
  * opposite: the mean rises and the variance falls from round to round.
  */
-import { recent, round3, roundsOf, segmentMeans } from './series.js';
-import { fUpper, moments, noiseSd, welch } from './statistics.js';
+import { recent, roundsOf, segmentMeans } from './queries.js';
+import { fUpper, moments, noiseSd, welch } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
+import { round3 } from '../util/format.js';
 
 interface P extends Params {
   min_steps: number;

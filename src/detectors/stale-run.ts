@@ -7,9 +7,9 @@
  * them nothing can be said. Resolves when writing resumes. In `analyze`, a run silent for longer
  * than assume_finished_after most likely finished: reported as info.
  */
-import { parseDuration } from '../config/duration.js';
+import { parseDuration } from '../util/duration.js';
 import type { RoundState } from '../runs/round.js';
-import { median } from './statistics.js';
+import { median } from '../stats/inference.js';
 import type { Detector, Params } from './types.js';
 
 interface P extends Params {

@@ -63,4 +63,13 @@ export interface Finding {
   series?: Draft['series'];
 }
 
-export const SEVERITY_RANK: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
+/** Higher is more severe: sort with `SEVERITY_RANK[b] - SEVERITY_RANK[a]` for the most severe first. */
+export const SEVERITY_RANK: Record<Severity, number> = { info: 0, warning: 1, critical: 2 };
+
+/**
+ * The identity of a finding (and of its alert): run, detector and round. `round` is '*' for a
+ * run-scoped detector's finding in the engine, which follows the latest round it concerns.
+ */
+export function findingKey(run: string, detector: string, round: number | null | '*'): string {
+  return `${run}|${detector}|${round ?? '-'}`;
+}

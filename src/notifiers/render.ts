@@ -1,17 +1,9 @@
 /** Text shared by the notifiers: titles, evidence lines, escaping for Slack and HTML. */
 import type { Notification, NotifiedAlert } from '../alerting/types.js';
+import { where } from '../util/format.js';
 
 export function escapeSlack(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-export function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-}
-
-/** `round 2, step 340` (either part left out when unknown). */
-export function where(a: { round: number | null; step: number | null }): string {
-  return [a.round !== null ? `round ${a.round}` : null, a.step !== null ? `step ${a.step}` : null].filter(Boolean).join(', ');
 }
 
 export function title(n: Notification): string {

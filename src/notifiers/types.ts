@@ -1,15 +1,11 @@
 /** Every notifier has this shape: a reader who knows one knows them all. */
-import type { Notification, SendResult } from '../alerting/types.js';
+import type { Channel, SendResult } from '../alerting/types.js';
 import type { Summary } from '../summary/build.js';
+import type { SummaryChannel } from '../summary/send.js';
 
-export interface Notifier {
-  /** The channel name: slack, email, alertmanager. */
-  readonly name: string;
-  /** One attempt. Never throws; never puts a secret into the result. */
-  send(n: Notification): Promise<SendResult>;
-  /** The nightly summary, where the channel carries one. */
+/** A channel for alerts (alerting's Channel) that may also carry the nightly summary. */
+export interface Notifier extends Channel, SummaryChannel {
   sendSummary?(s: Summary): Promise<SendResult>;
-  close?(): Promise<void>;
 }
 
 /** Retry-After as seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */

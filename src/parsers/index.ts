@@ -3,7 +3,7 @@
  */
 import path from 'node:path';
 import { BarragGeneratorDebugParser } from './barrag-generator-debug.js';
-import { BarragSelectorDebugParser } from './barrag-debug.js';
+import { BarragSelectorDebugParser } from './barrag-selector-debug.js';
 import { RewardHistoryParser } from './reward-history.js';
 import { RunConfigParser } from './run-config.js';
 import { TextLogParser } from './train-log.js';

@@ -120,9 +120,3 @@ export interface ParserOptions {
   /** BAR-RAG debug logs: a pause longer than this (ms) between samples starts a new step. */
   debugStepGapMs: number;
 }
-
-export const DEFAULT_PARSER_OPTIONS: ParserOptions = {
-  keyMap: {},
-  debugSamplesPerStep: 0,
-  debugStepGapMs: 5000,
-};

@@ -3,23 +3,13 @@ import type { FileSource } from '../sources/file-source.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
 import { signalShares } from '../runs/signal.js';
+import { fmt, pct } from '../util/format.js';
 import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
 import { sparkline } from './sparkline.js';
 
 const CANONICAL = ['boundary', 'accuracy', 'total', 'reward', 'relevance', 'format', 'count', 'boundary_share'];
 const INTERESTING = /(^|\/)(reward|score|acc|accuracy)(\/|$|_|@)|rewards\//;
 const MAX_SERIES = 6;
-
-export function fmt(x: number | null | undefined, digits = 3): string {
-  if (x === null || x === undefined || !Number.isFinite(x)) return '-';
-  const a = Math.abs(x);
-  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return x.toExponential(2);
-  return x.toFixed(digits);
-}
-
-export function pct(x: number | null | undefined): string {
-  return x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`;
-}
 
 /** The series worth a line in a summary: the canonical ones, then rewards, scores and accuracies. */
 export function keySeries(r: RoundState): string[] {
@@ -91,12 +81,12 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
     }
     const order = [...groups.entries()].sort(
       (a, b) =>
-        Math.min(...a[1].map((x) => SEVERITY_RANK[x.severity])) - Math.min(...b[1].map((x) => SEVERITY_RANK[x.severity])) ||
+        Math.max(...b[1].map((x) => SEVERITY_RANK[x.severity])) - Math.max(...a[1].map((x) => SEVERITY_RANK[x.severity])) ||
         (a[0] < b[0] ? -1 : 1),
     );
     for (const [label, list] of order) {
       lines.push(`    ${label}:`);
-      for (const x of [...list].sort((a, b) => SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity])) {
+      for (const x of [...list].sort((a, b) => SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity])) {
         const at = x.step !== null ? ` at step ${x.step}` : '';
         lines.push(`      [${x.severity}] ${x.detector}${at}: ${x.message}`);
         const spark = findingSparkline(run, x);

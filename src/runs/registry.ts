@@ -1,11 +1,11 @@
 /** All runs barwatch knows, by run folder. */
 import { RunState, type RunJSON } from './run.js';
-import { DEFAULT_STATS, type StatsOptions } from './series.js';
+import type { StatsOptions } from './series.js';
 
 export class RunRegistry {
   private readonly runs = new Map<string, RunState>();
 
-  constructor(readonly opts: StatsOptions = DEFAULT_STATS) {}
+  constructor(readonly opts: StatsOptions) {}
 
   get(id: string): RunState | undefined {
     return this.runs.get(id);
@@ -42,7 +42,7 @@ export class RunRegistry {
     out.push(']');
   }
 
-  static from(runs: RunJSON[], opts: StatsOptions = DEFAULT_STATS): RunRegistry {
+  static from(runs: RunJSON[], opts: StatsOptions): RunRegistry {
     const reg = new RunRegistry(opts);
     for (const j of runs) reg.runs.set(j.id, RunState.from(j, opts));
     return reg;

@@ -2,7 +2,7 @@
 import { ShapedRecord } from '../parsers/keys.js';
 import type { MetricRecord, Role } from '../parsers/types.js';
 import { SeriesStats, type SeriesJSON, type StatsOptions } from './series.js';
-import { History, type HistoryJSON } from './stats.js';
+import { History, type HistoryJSON } from '../stats/rolling.js';
 
 export interface RoundJSON {
   role: Role;

@@ -1,6 +1,6 @@
 /** One series of one round (e.g. selector round 2, `boundary`): every statistic barwatch keeps of it. */
-import { Curve, Ewma, History, RollingWindow, Summary } from './stats.js';
-import type { CurveJSON, EwmaJSON, HistoryJSON, SummaryJSON, WindowJSON } from './stats.js';
+import { Curve, Ewma, History, RollingWindow, Summary } from '../stats/rolling.js';
+import type { CurveJSON, EwmaJSON, HistoryJSON, SummaryJSON, WindowJSON } from '../stats/rolling.js';
 
 export interface StatsOptions {
   /** Values in the rolling window (mean, variance). */
@@ -14,8 +14,6 @@ export interface StatsOptions {
   /** Series kept per round; further names are counted and dropped. */
   maxSeries: number;
 }
-
-export const DEFAULT_STATS: StatsOptions = { window: 64, history: 256, ewmaHalfLife: 16, curveBuckets: 128, maxSeries: 256 };
 
 export interface NonFinite {
   count: number;

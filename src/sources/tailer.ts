@@ -24,13 +24,16 @@ export interface TailCheckpoint {
 }
 
 export interface TailOptions {
+  /** parse.max_line_bytes: longer lines are skipped without being loaded. */
   maxLineBytes: number;
-  chunkBytes: number;
-  /** Bytes read per call before yielding to other files. */
-  maxBytesPerRead: number;
+  /** Bytes read per read call (default 256 KiB). */
+  chunkBytes?: number;
+  /** Bytes read per poll before yielding to other files (default 16 MiB). */
+  maxBytesPerRead?: number;
 }
 
-export const DEFAULT_TAIL: TailOptions = { maxLineBytes: 1 << 20, chunkBytes: 1 << 18, maxBytesPerRead: 16 << 20 };
+const CHUNK_BYTES = 1 << 18;
+const MAX_BYTES_PER_READ = 16 << 20;
 
 export interface TailNotices {
   /** The same file shrank, or was cut and rewritten past the old end (its first line changed). */
@@ -90,7 +93,7 @@ export class FileTailer {
 
   constructor(
     readonly file: string,
-    private readonly opts: TailOptions = DEFAULT_TAIL,
+    private readonly opts: TailOptions,
     saved: TailCheckpoint | null = null,
     private readonly notices: TailNotices = {},
   ) {
@@ -135,7 +138,7 @@ export class FileTailer {
       this.notices.truncated?.({ from: this.readPos, rewritten: true });
       this.reset();
     }
-    return this.readFrom(deliver, this.opts.maxBytesPerRead, st.size);
+    return this.readFrom(deliver, this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ, st.size);
   }
 
   async close(): Promise<void> {
@@ -236,7 +239,7 @@ export class FileTailer {
   private async readFrom(deliver: Deliver, budget: number, size = Infinity): Promise<ReadOutcome> {
     const fh = this.fh;
     if (fh === null) return 'idle';
-    const buf = takeChunk(this.opts.chunkBytes);
+    const buf = takeChunk(this.opts.chunkBytes ?? CHUNK_BYTES);
     try {
       let readThisCall = 0;
       for (;;) {

@@ -5,10 +5,10 @@
  * charts of the boundary reward and the accuracy per round.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { roundsOf, targetOf } from '../detectors/series.js';
+import { roundsOf, targetOf } from '../detectors/queries.js';
 import type { RunState } from '../runs/run.js';
 import { signalShares } from '../runs/signal.js';
-import { escapeHtml } from '../notifiers/render.js';
+import { escapeHtml, pct } from '../util/format.js';
 import { lineChartSvg, svgToPng, type Line } from './chart.js';
 
 export interface Chart {
@@ -49,8 +49,6 @@ export function readAlertLog(file: string, since: number): AlertLine[] {
 }
 
 const f3 = (x: number | null | undefined): string => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(3));
-const pct = (x: number | null | undefined): string =>
-  x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`;
 
 function arrow(prev: number | undefined, cur: number): string {
   if (prev === undefined) return '';

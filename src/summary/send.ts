@@ -1,13 +1,18 @@
 /** Builds the summary from a run registry and the alert log, and sends it to summary.channels. */
-import path from 'node:path';
 import type { Config } from '../config/load.js';
-import type { Notifier } from '../notifiers/types.js';
 import type { RunState } from '../runs/run.js';
+import { stateLayout } from '../state/layout.js';
 import { buildSummary, readAlertLog, type Summary } from './build.js';
 
 export function summaryOf(config: Config, runs: RunState[], now: number, withCharts = true): Summary {
-  const alerts = readAlertLog(path.join(config.stateDir, 'alerts.jsonl'), now - 86_400_000);
+  const alerts = readAlertLog(stateLayout(config.stateDir).alerts, now - 86_400_000);
   return buildSummary(runs, alerts, now, withCharts);
+}
+
+/** A channel that can carry the summary (notifiers/ implements it for email and Slack). */
+export interface SummaryChannel {
+  readonly name: string;
+  sendSummary?(s: Summary): Promise<{ ok: true } | { ok: false; error: string }>;
 }
 
 export interface ChannelResult {
@@ -16,7 +21,7 @@ export interface ChannelResult {
   error?: string;
 }
 
-export async function sendSummary(config: Config, notifiers: Notifier[], s: Summary): Promise<ChannelResult[]> {
+export async function sendSummary(config: Config, notifiers: readonly SummaryChannel[], s: Summary): Promise<ChannelResult[]> {
   const out: ChannelResult[] = [];
   for (const channel of config.summary.channels) {
     const n = notifiers.find((x) => x.name === channel);

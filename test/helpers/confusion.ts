@@ -2,9 +2,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { analyzePaths } from '../../src/analyze.js';
+import { analyzePaths } from '../../src/pipeline/analyze.js';
 import { loadConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/util/log.js';
 import { EXPECTED, SCENARIO_NAMES, writeScenario, type ScenarioName } from './scenarios.js';
 
 export interface Outcome {

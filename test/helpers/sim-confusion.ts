@@ -5,9 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { analyzePaths } from '../../src/analyze.js';
+import { analyzePaths } from '../../src/pipeline/analyze.js';
 import { loadConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/util/log.js';
 import { SIM_SCENARIO_NAMES, SIM_SCENARIOS, type SimScenario, type SimScenarioName } from '../../src/sim/scenarios.js';
 import { simulate } from '../../src/sim/simulate.js';
 import { tableOf } from './confusion.js';

@@ -7,9 +7,10 @@ import nodemailer from 'nodemailer';
 import type { SendMailOptions } from 'nodemailer';
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
-import { escapeHtml, keyEvidence, plainText, title, where } from '../render.js';
+import { keyEvidence, plainText, title } from '../render.js';
 import type { Summary } from '../../summary/build.js';
 import type { Notifier } from '../types.js';
+import { where, escapeHtml } from '../../util/format.js';
 
 export interface EmailOptions {
   smtp: { host: string; port: number; secure: boolean; user?: string; pass?: Secret };

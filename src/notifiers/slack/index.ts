@@ -7,8 +7,9 @@ import { IncomingWebhook, IncomingWebhookHTTPError, IncomingWebhookRequestError,
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
 import type { Summary } from '../../summary/build.js';
-import { escapeSlack, keyEvidence, plainText, title, where } from '../render.js';
+import { escapeSlack, keyEvidence, plainText, title } from '../render.js';
 import { classifyStatus, retryAfterMs, type Notifier } from '../types.js';
+import { where } from '../../util/format.js';
 
 export interface SlackOptions {
   webhookUrl: Secret;

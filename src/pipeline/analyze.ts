@@ -1,12 +1,12 @@
 /** `barwatch analyze`: one pass over finished or running output with the daemon's own read path. */
-import type { Config } from './config/load.js';
-import type { Logger } from './log.js';
+import type { Config } from '../config/load.js';
+import type { Logger } from '../util/log.js';
 import { Pipeline } from './pipeline.js';
-import { DetectorEngine } from './detectors/engine.js';
-import { SEVERITY_RANK, type Finding } from './detectors/types.js';
-import type { RunState } from './runs/run.js';
-import { discover } from './sources/discover.js';
-import type { FileSource } from './sources/file-source.js';
+import { DetectorEngine } from '../detectors/engine.js';
+import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
+import type { RunState } from '../runs/run.js';
+import { discover } from '../sources/discover.js';
+import type { FileSource } from '../sources/file-source.js';
 
 export interface AnalyzeResult {
   runs: RunState[];
@@ -48,7 +48,7 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
     .sort(
       (a, b) =>
         (a.run < b.run ? -1 : a.run > b.run ? 1 : 0) ||
-        SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity] ||
+        SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity] ||
         (a.round ?? 0) - (b.round ?? 0) ||
         (a.detector < b.detector ? -1 : 1),
     );

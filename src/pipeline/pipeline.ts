@@ -1,19 +1,20 @@
 /**
  * The read path shared by `watch` and `analyze`: files -> parsers -> run statistics.
  * It owns the file sources and the run registry, reports each file problem once (then counts),
- * and saves and restores both together (see sources/checkpoint.ts).
+ * and saves and restores both together (the sections of the state file it owns: ReadState).
  */
-import type { FileKind } from './parsers/index.js';
-import type { FormatId, ParsedRecord, ParserOptions } from './parsers/types.js';
-import { RunRegistry } from './runs/registry.js';
-import type { StatsOptions } from './runs/series.js';
-import { STATE_VERSION, type StateFile } from './sources/checkpoint.js';
-import { FileSource, type FileCounters, type FileProblem } from './sources/file-source.js';
-import type { FilePlace } from './sources/place.js';
-import type { ReadOutcome, TailOptions } from './sources/tailer.js';
-import type { Logger } from './log.js';
-import type { DetectorEngine, Transition } from './detectors/engine.js';
-import type { DetectContext } from './detectors/types.js';
+import type { FileKind } from '../parsers/index.js';
+import type { FormatId, ParsedRecord, ParserOptions } from '../parsers/types.js';
+import { RunRegistry } from '../runs/registry.js';
+import type { StatsOptions } from '../runs/series.js';
+import { STATE_VERSION, type StateEnvelope } from '../state/file.js';
+import { FileSource, type FileCheckpoint, type FileCounters, type FileProblem } from '../sources/file-source.js';
+import type { FilePlace } from '../sources/place.js';
+import type { ReadOutcome, TailOptions } from '../sources/tailer.js';
+import type { Logger } from '../util/log.js';
+import type { DetectorEngine, EngineJSON, Transition } from '../detectors/engine.js';
+import type { RunJSON } from '../runs/run.js';
+import type { DetectContext } from '../detectors/types.js';
 
 /** A batch with more records than this is a backlog being read, not live appends. */
 const BULK_RECORDS = 64;
@@ -30,6 +31,21 @@ export interface PipelineOptions {
   onTransitions?: (t: Transition[]) => void;
 }
 
+/** The read path's sections of the state file: what was read of each file, and what it meant. */
+export interface ReadState extends StateEnvelope {
+  files: Record<string, FileCheckpoint>;
+  runs: RunJSON[];
+  /** Findings that hold, and when each detector last ran. */
+  engine?: EngineJSON;
+  /** Counters of files that were removed (kept so totals never go down). */
+  retired?: Record<string, FileCounters>;
+}
+
+/** Whether a loaded state has the read path's sections (see state/file.ts loadState). */
+export function hasReadSections(v: Record<string, unknown>): boolean {
+  return typeof v.files === 'object' && v.files !== null && Array.isArray(v.runs);
+}
+
 export interface Totals {
   runs: number;
   files: number;
@@ -42,7 +58,7 @@ export interface Totals {
 export class Pipeline {
   readonly registry: RunRegistry;
   readonly sources = new Map<string, FileSource>();
-  private readonly saved: StateFile['files'];
+  private readonly saved: ReadState['files'];
   /** `file|kind` of problems already logged: each is logged once, then only counted. */
   private readonly reported = new Set<string>();
   /**
@@ -58,7 +74,7 @@ export class Pipeline {
 
   constructor(
     private readonly opts: PipelineOptions,
-    restored: StateFile | null = null,
+    restored: ReadState | null = null,
   ) {
     this.registry = restored === null ? new RunRegistry(opts.stats) : RunRegistry.from(restored.runs, opts.stats);
     this.saved = restored?.files ?? {};
@@ -178,7 +194,7 @@ export class Pipeline {
     return t;
   }
 
-  state(): StateFile {
+  state(): ReadState {
     return { ...this.stateHead(), runs: this.registry.toJSON() };
   }
 
@@ -187,17 +203,17 @@ export class Pipeline {
    * the other: no single string of the whole state is built, and rounds that read nothing since
    * the last call are not serialised again (a saved state is megabytes; most of it rarely changes).
    */
-  statePieces(more: Partial<StateFile> = {}): string[] {
+  statePieces(more: Record<string, unknown> = {}): string[] {
     const out = ['{"runs":'];
     this.registry.toJSONPieces(out);
     out.push(`,${JSON.stringify({ ...this.stateHead(), ...more }).slice(1)}`);
     return out;
   }
 
-  private stateHead(): Omit<StateFile, 'runs'> {
-    const files: StateFile['files'] = {};
+  private stateHead(): Omit<ReadState, 'runs'> {
+    const files: ReadState['files'] = {};
     for (const [f, s] of this.sources) files[f] = s.checkpoint();
-    const head: Omit<StateFile, 'runs'> = { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files };
+    const head: Omit<ReadState, 'runs'> = { version: STATE_VERSION, savedAt: new Date(this.opts.now()).toISOString(), files };
     if (this.retired.size > 0) head.retired = Object.fromEntries(this.retired);
     if (this.opts.engine !== undefined) head.engine = this.opts.engine.toJSON();
     return head;

@@ -12,11 +12,3 @@ export function parseDuration(text: string): number | null {
   for (const m of t.matchAll(PART)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
   return ms;
 }
-
-export function formatDuration(ms: number): string {
-  if (ms % 86_400_000 === 0 && ms > 0) return `${ms / 86_400_000}d`;
-  if (ms % 3_600_000 === 0 && ms > 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0 && ms > 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
-}

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Curve, Ewma, History, RollingWindow, Summary } from '../src/runs/stats.js';
+import { Curve, Ewma, History, RollingWindow, Summary } from '../src/stats/rolling.js';
 import { normal, rng } from '../src/sim/random.js';
 import { RoundState } from '../src/runs/round.js';
-import { DEFAULT_STATS } from '../src/runs/series.js';
+import { DEFAULTS } from './helpers/defaults.js';
 
 /** The reference: the textbook two-pass mean and variance over the same values. */
 function twoPass(xs: number[]): { mean: number; variance: number } {
@@ -144,7 +144,7 @@ describe('bounded memory', () => {
 
 describe('RoundState.apply', () => {
   test('records whose names change place, appear and vanish land in the right series (slots remembered by place)', () => {
-    const round = new RoundState('selector', 1, DEFAULT_STATS);
+    const round = new RoundState('selector', 1, DEFAULTS.stats);
     const shapes = [['a', 'b'], ['b', 'a'], ['a', 'c'], ['c'], ['a', 'b', 'c'], ['a', 'b']];
     const want = new Map<string, number[]>();
     let step = 0;

@@ -12,7 +12,7 @@ import {
   studentTUpper,
   theilSen,
   welch,
-} from '../src/detectors/statistics.js';
+} from '../src/stats/inference.js';
 
 const close = (a: number, b: number, tol: number, what: string): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
 

@@ -2,13 +2,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { analyzePaths } from '../../src/analyze.js';
-import { loadConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/log.js';
-import { slackPayload } from '../../src/notifiers/slack/index.js';
-import { buildSummary } from '../../src/summary/build.js';
-import { REPO } from './fs.js';
-import { writeScenario } from './scenarios.js';
+import { analyzePaths } from '../src/pipeline/analyze.js';
+import { loadConfig } from '../src/config/load.js';
+import { silentLogger } from '../src/util/log.js';
+import { slackPayload } from '../src/notifiers/slack/index.js';
+import { buildSummary } from '../src/summary/build.js';
+import { REPO } from '../test/helpers/fs.js';
+import { writeScenario } from '../test/helpers/scenarios.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-readme-'));
 try {

@@ -3,10 +3,9 @@
  * console (stdout) and one JSON line per transition in `<state_dir>/alerts.jsonl`.
  */
 import { appendFileSync } from 'node:fs';
-import path from 'node:path';
 import type { Transition } from '../detectors/engine.js';
-import { where } from '../notifiers/render.js';
 import { findingJson } from '../report/json.js';
+import { where } from '../util/format.js';
 
 const LABEL: Record<Transition['kind'], string> = { firing: 'FIRING', resolved: 'RESOLVED', escalated: 'ESCALATED' };
 
@@ -19,15 +18,12 @@ export function formatTransition(t: Transition): string {
 }
 
 export class AlertLog {
-  readonly file: string;
-
   constructor(
-    stateDir: string,
+    /** `<state_dir>/alerts.jsonl` (state/layout.ts). */
+    readonly file: string,
     private readonly out: NodeJS.WritableStream = process.stdout,
     private readonly now: () => number = Date.now,
-  ) {
-    this.file = path.join(stateDir, 'alerts.jsonl');
-  }
+  ) {}
 
   /** Prints and records transitions; a failing write is returned, not thrown. */
   record(ts: readonly Transition[]): Error | null {

@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Daemon } from './app.js';
-import type { Config } from './config/load.js';
-import type { Finding } from './detectors/types.js';
-import { createLogger } from './log.js';
-import type { Knobs } from './sim/model.js';
-import { SIM_SCENARIOS, type SimScenarioName } from './sim/scenarios.js';
-import { GENERATOR_STEPS, SELECTOR_STEPS, simulate } from './sim/simulate.js';
+import { Daemon } from '../daemon/daemon.js';
+import type { Config } from '../config/load.js';
+import type { Finding } from '../detectors/types.js';
+import { createLogger } from '../util/log.js';
+import type { Knobs } from '../sim/model.js';
+import { SIM_SCENARIOS, type SimScenarioName } from '../sim/scenarios.js';
+import { GENERATOR_STEPS, SELECTOR_STEPS, simulate } from '../sim/simulate.js';
 
 export interface DemoOptions {
   config: Config;

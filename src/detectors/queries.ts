@@ -72,11 +72,3 @@ export function targetOf(run: RunState): { c: number; source: string } {
   const c = run.settings.targetAccuracy;
   return c !== undefined ? { c, source: 'run config' } : { c: 0.5, source: 'default (paper)' };
 }
-
-export function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
-}
-
-export function pct(x: number): string {
-  return `${(x * 100).toFixed(0)}%`;
-}

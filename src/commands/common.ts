@@ -1,0 +1,23 @@
+/** What every command shares: the exit statuses of SPEC 5 and how a bad config or argument ends a command. */
+import { ConfigError, loadConfig, type Config } from '../config/load.js';
+
+export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
+
+/** Ends the command with a usage or input error (exit 2), the message on stderr. */
+export function fail(message: string): never {
+  process.stderr.write(`barwatch: ${message}\n`);
+  process.exit(EXIT.usage);
+}
+
+/** The config at `file`, or the built-in defaults; a broken one ends the command with every problem listed. */
+export function configOrExit(file: string | undefined): Config {
+  try {
+    return loadConfig(file ?? null);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`barwatch: invalid configuration\n${err.message}\n`);
+      process.exit(EXIT.usage);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,20 @@
+/** `barwatch demo`: the quick start (commands/demo-run.ts does the work). */
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import { configOrExit, EXIT } from './common.js';
+
+export function registerDemo(program: Command): void {
+  program
+    .command('demo')
+    .description('watch a simulated run go wrong, then come healthy with the recommended fix (about 90 s)')
+    .option('-c, --config <file>', 'configuration file (YAML); its Slack/email channels get the alerts too')
+    .option('--fast', 'as fast as the machine goes (a few seconds)')
+    .option('--seed <n>', 'random seed', '1')
+    .option('--keep', 'keep the simulated runs')
+    .action(async (opts: { config?: string; fast?: boolean; seed: string; keep?: boolean }) => {
+      const config = opts.config === undefined ? loadConfig(null) : configOrExit(opts.config);
+      const { demo } = await import('./demo-run.js');
+      const r = await demo({ config, fast: opts.fast === true, seed: Number(opts.seed), out: process.stdout, keep: opts.keep === true });
+      process.exitCode = r.first.length > 0 && r.second.length === 0 ? EXIT.ok : EXIT.findings;
+    });
+}

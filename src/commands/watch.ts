@@ -1,0 +1,57 @@
+/** `barwatch watch`: the daemon in the foreground; SIGTERM and SIGINT stop it, SIGHUP re-reads its config. */
+import type { Command } from 'commander';
+import { ConfigError, formatProblem, loadConfig, type Config } from '../config/load.js';
+import { createLogger } from '../util/log.js';
+import { configOrExit, EXIT } from './common.js';
+
+export function registerWatch(program: Command): void {
+  program
+    .command('watch')
+    .description('follow runs as training writes them (the daemon)')
+    .argument('[paths...]', 'run folders or roots of many runs (default: the config, or this folder as one run)')
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .action(async (paths: string[], opts: { config?: string }) => {
+      const config = configOrExit(opts.config);
+      const singleRun = paths.length === 0 && opts.config === undefined;
+      if (paths.length > 0) config.watch.roots = paths.map((p) => new URL(p, `file://${process.cwd()}/`).pathname);
+      const log = createLogger(config.log);
+      const { Daemon } = await import('../daemon/daemon.js');
+      const daemon = new Daemon({ config, log, singleRun });
+      let stopping = false;
+      const stop = (signal: string): void => {
+        if (stopping) return;
+        stopping = true;
+        log.info({ signal }, 'stopping');
+        const force = setTimeout(() => process.exit(1), 5000);
+        force.unref();
+        daemon.stop().then(
+          () => process.exit(EXIT.ok),
+          (err: unknown) => {
+            log.error({ err }, 'error while stopping');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+      // SIGHUP re-reads the config: a valid one is applied, an invalid one refused (the old one stays).
+      process.on('SIGHUP', () => {
+        if (opts.config === undefined) {
+          log.info('SIGHUP: no --config file to re-read; nothing to reload');
+          return;
+        }
+        let next: Config;
+        try {
+          next = loadConfig(opts.config);
+        } catch (err) {
+          if (!(err instanceof ConfigError)) throw err;
+          for (const p of err.problems) log.error({ file: p.file, key: p.key }, formatProblem(p));
+          log.error({ problems: err.problems.length }, 'SIGHUP: new configuration refused; the running one stays');
+          return;
+        }
+        if (paths.length > 0) next.watch.roots = config.watch.roots;
+        daemon.reload(next).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed'));
+      });
+      await daemon.start();
+    });
+}

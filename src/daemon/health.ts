@@ -1,0 +1,50 @@
+/** What the daemon reports about itself: the /healthz and /metrics snapshot and the status line. */
+import type { Alerting } from '../alerting/service.js';
+import type { Finding } from '../detectors/types.js';
+import type { HealthSnapshot } from '../http/server.js';
+import type { Pipeline, Totals } from '../pipeline/pipeline.js';
+
+export interface HealthParts {
+  pipeline: Pipeline;
+  alerting: Alerting | null;
+  findings: readonly Finding[];
+  /** When the read that has waited longest was queued (ms), or null. */
+  oldestQueuedAt: number | null;
+  saveError: string | null;
+  alertLogError: string | null;
+  now: number;
+}
+
+export function healthSnapshot(h: HealthParts): HealthSnapshot {
+  const p = h.pipeline;
+  const t = p.totals();
+  const malformed = new Map<string, number>();
+  for (const [f, s] of p.sources) if (s.counters.malformed > 0) malformed.set(f, s.counters.malformed);
+  const failing = [...p.failures()].map(([f, code]) => `${f}: ${code}`)[0] ?? null;
+  return {
+    runs: t.runs,
+    files: t.files,
+    lines: t.lines,
+    records: t.records,
+    malformedByFile: malformed,
+    ingestLagSeconds: h.oldestQueuedAt === null ? 0 : (h.now - h.oldestQueuedAt) / 1000,
+    outboxDepth: h.alerting?.outbox.depth ?? 0,
+    activeAlerts: h.findings.map((f) => ({ detector: f.detector, severity: f.severity })),
+    sent: h.alerting?.outbox.counters.sent ?? new Map<string, number>(),
+    failed: h.alerting?.outbox.counters.failed ?? new Map<string, number>(),
+    lastError:
+      h.saveError !== null
+        ? `cannot save state (${h.saveError})`
+        : h.alertLogError !== null
+          ? `cannot write alerts.jsonl (${h.alertLogError})`
+          : failing,
+  };
+}
+
+/** The periodic status line: its fields and its message. */
+export function statusLine(t: Totals, queued: number): [Record<string, number>, string] {
+  return [
+    { ...t, queued },
+    `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long`,
+  ];
+}

@@ -1,0 +1,81 @@
+/**
+ * What the daemon saves, and when. The state file holds the read path's sections (offsets,
+ * statistics, findings) and the alerting's, written together so they always agree. Saves run one
+ * at a time, skip when nothing changed, and a timed save waits at least SAVE_SPACING times as
+ * long as the last one took, so saving costs at most about 2% of the time however many runs
+ * the state holds (200 busy runs: a 28 MB state).
+ */
+import path from 'node:path';
+import type { AlertingJSON } from '../alerting/service.js';
+import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
+import { writeAtomic } from '../state/atomic.js';
+import { loadState, type LoadedState } from '../state/file.js';
+import { FailureReport } from '../util/failures.js';
+import type { Logger } from '../util/log.js';
+
+export interface DaemonState extends ReadState {
+  /** Alerts and notification groups. */
+  alerting?: AlertingJSON;
+}
+
+export function loadDaemonState(file: string, now: number): Promise<LoadedState<DaemonState>> {
+  return loadState<DaemonState>(file, hasReadSections, now);
+}
+
+const SAVE_SPACING = 50;
+
+export interface SaverOptions {
+  file: string;
+  /** The state as pieces of one JSON text (see Pipeline.statePieces). */
+  pieces: () => string[];
+  /** A fingerprint of what the state holds (counts): equal fingerprints, nothing to save. */
+  mark: () => string;
+  log: Logger;
+}
+
+export class StateSaver {
+  private saving: Promise<void> = Promise.resolve();
+  private savedMark = '';
+  /** How long the last save took and when it ended (performance.now() ms). */
+  private last = { ms: 0, endedAt: -Infinity };
+  private readonly failure = new FailureReport();
+
+  constructor(private readonly opts: SaverOptions) {}
+
+  /** The error code of the last failed save, or null. */
+  get error(): string | null {
+    return this.failure.cause('save');
+  }
+
+  /** Whether a timed save is due: the last one ended long enough ago for its cost. */
+  due(): boolean {
+    return performance.now() - this.last.endedAt >= SAVE_SPACING * this.last.ms;
+  }
+
+  /** Saves offsets, statistics and alerts together, after any save under way. `force` saves even when nothing changed. */
+  save(force = false): Promise<void> {
+    this.saving = this.saving.then(() => this.saveOnce(force));
+    return this.saving;
+  }
+
+  private async saveOnce(force: boolean): Promise<void> {
+    const mark = this.opts.mark();
+    if (mark === this.savedMark && this.error === null && !force) return;
+    const start = performance.now();
+    try {
+      await writeAtomic(this.opts.file, this.opts.pieces());
+      this.savedMark = mark;
+      const end = performance.now();
+      this.last = { ms: end - start, endedAt: end };
+      if (this.failure.recovered('save')) this.opts.log.info({ stateDir: path.dirname(this.opts.file) }, 'state saved again');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      if (this.failure.failed('save', code)) {
+        this.opts.log.error(
+          { stateDir: path.dirname(this.opts.file), code },
+          `cannot save state (${code}); a restart will re-read the logs from the last saved point`,
+        );
+      }
+    }
+  }
+}

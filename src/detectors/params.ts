@@ -1,0 +1,30 @@
+/**
+ * A detector's parameters are declared once, by their defaults in the detector's own file: the
+ * type of each default is the parameter's type (a default that reads as a duration, such as
+ * '10m', makes a duration), `enabled` and `severity` are every detector's. The config schema's
+ * `detectors` section is built from these (config/schema.ts), so nothing repeats the list.
+ */
+import { z } from 'zod';
+import { parseDuration } from '../util/duration.js';
+import type { Detector, Params } from './types.js';
+
+export const DURATION_MESSAGE = 'must be a duration such as 500ms, 10s, 5m or 4h';
+
+/** A duration as the config writes it (`500ms`, `10s`, `5m`, `4h`, `1d`, `1h30m`). */
+export const durationSchema = z.custom<string>((v) => typeof v === 'string' && parseDuration(v) !== null, { message: DURATION_MESSAGE });
+
+function paramSchema(def: unknown): z.ZodType {
+  if (typeof def === 'boolean') return z.boolean();
+  if (typeof def === 'number') return z.number().refine((v) => v >= 0, { message: 'must not be negative' });
+  if (typeof def === 'string' && parseDuration(def) !== null) return durationSchema;
+  return z.string();
+}
+
+/** The schema of `detectors.<id>`: every parameter optional (its default applies), no unknown one. */
+export function detectorSchema(d: Detector<Params>): z.ZodType {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [k, def] of Object.entries(d.defaults)) {
+    shape[k] = k === 'severity' ? z.enum(['info', 'warning', 'critical']).optional() : paramSchema(def).optional();
+  }
+  return z.strictObject(shape);
+}

@@ -1,0 +1,28 @@
+/** Numbers and places as barwatch writes them in messages, reports and notifications. */
+
+/** `34%`, or `-` when there is no number. */
+export function pct(x: number | null | undefined): string {
+  return x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(x * 100).toFixed(0)}%`;
+}
+
+/** Three decimals, exponent notation for very large or small values, `-` when there is no number. */
+export function fmt(x: number | null | undefined, digits = 3): string {
+  if (x === null || x === undefined || !Number.isFinite(x)) return '-';
+  const a = Math.abs(x);
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return x.toExponential(2);
+  return x.toFixed(digits);
+}
+
+/** Rounded to three decimals, for evidence values. */
+export function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+/** `round 2, step 340` (either part left out when unknown). */
+export function where(a: { round: number | null; step: number | null }): string {
+  return [a.round !== null ? `round ${a.round}` : null, a.step !== null ? `step ${a.step}` : null].filter(Boolean).join(', ');
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
