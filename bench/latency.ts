@@ -117,8 +117,8 @@ export async function main(): Promise<void> {
       files,
       async () => {
         const c = spawn(process.execPath, [BIN, 'watch', path.join(dir, 'runs'), '--config', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
-        c.stderr!.setEncoding('utf8');
-        c.stderr!.on('data', (chunk: string) => (daemonLog += chunk));
+        c.stderr.setEncoding('utf8');
+        c.stderr.on('data', (chunk: string) => (daemonLog += chunk));
         // Ready when the first status line... at warn level there is none: wait for the state file.
         for (let i = 0; i < 600; i++) {
           await sleep(100);

@@ -22,7 +22,7 @@ for (const file of files) {
     if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
       const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
       const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
-      const named = (node as ts.FunctionLikeDeclaration).name;
+      const named = node.name;
       const name =
         named !== undefined
           ? named.getText(sf)

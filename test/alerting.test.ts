@@ -16,6 +16,7 @@ import type { Logger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
 import { CaptureServer, FakeClock } from './helpers/servers.js';
 import { stateLayout } from '../src/state/layout.js';
+import { viaJson } from './helpers/json.js';
 
 const S = 1000;
 const M = 60 * S;
@@ -33,15 +34,15 @@ function finding(
 class Recorder implements Notifier {
   readonly sent: Notification[] = [];
   constructor(readonly name = 'rec') {}
-  async send(n: Notification): Promise<SendResult> {
+  send(n: Notification): Promise<SendResult> {
     this.sent.push(n);
-    return { ok: true };
+    return Promise.resolve({ ok: true });
   }
 }
 
 function logCapture(): { log: Logger; lines: string[] } {
   const lines: string[] = [];
-  return { log: pino({ level: 'debug' }, { write: (s: string) => void lines.push(s) }) as unknown as Logger, lines };
+  return { log: pino({ level: 'debug' }, { write: (s: string) => void lines.push(s) }), lines };
 }
 
 async function setup(
@@ -191,7 +192,7 @@ describe('grouping, repeat and resolve timing', () => {
     clock.advance(10 * S);
     await first.a.tick([f]);
     assert.equal(rec.sent.length, 1);
-    const saved = JSON.parse(JSON.stringify(first.a.toJSON()));
+    const saved = viaJson(first.a.toJSON());
     const second = await setup(clock, [rec], {}, dir);
     await second.a.init(saved);
     for (let i = 0; i < 10; i++) {
@@ -268,7 +269,7 @@ describe('the outbox against a real HTTP server (Alertmanager API)', () => {
     const fs = ['/runs/a', '/runs/b'].map((r) => finding(r, 'reward-collapse', 3, 90, 'critical'));
     await first.a.tick(fs);
     assert.equal(first.a.outbox.depth, 2);
-    const saved = JSON.parse(JSON.stringify(first.a.toJSON()));
+    const saved = viaJson(first.a.toJSON());
     // kill -9: the process is gone; only state_dir remains. The receiver recovers.
     srv.respond = () => ({ status: 200 });
     const second = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 }, dir);
@@ -282,7 +283,7 @@ describe('the outbox against a real HTTP server (Alertmanager API)', () => {
     // A third process: the log says both were accepted; nothing is sent again.
     const before = srv.requests.length;
     const third = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 }, dir);
-    await third.a.init(JSON.parse(JSON.stringify(second.a.toJSON())));
+    await third.a.init(viaJson(second.a.toJSON()));
     for (let i = 0; i < 5; i++) {
       clock.advance(1 * S);
       await third.a.tick(fs);

@@ -13,6 +13,7 @@ import { TextLogParser } from '../src/parsers/train-log.js';
 import { TrainerStateParser } from '../src/parsers/trainer-state.js';
 import { isMalformed, type LineResult, type MetricRecord, type ParsedRecord } from '../src/parsers/types.js';
 import { DEFAULTS } from './helpers/defaults.js';
+import { viaJson } from './helpers/json.js';
 
 const opts = DEFAULTS.parser;
 
@@ -367,11 +368,11 @@ describe('BAR-RAG debug logs', () => {
     const half = lines.slice(0, 14);
     half.forEach((l) => p.line(l));
     const q = new BarragSelectorDebugParser({ ...opts, debugSamplesPerStep: 2 });
-    q.restore(JSON.parse(JSON.stringify(p.snapshot())));
+    q.restore(viaJson(p.snapshot()));
     const out = lines
       .slice(14)
       .flatMap((l) => records(q.line(l)))
-      .filter((r) => r.kind === 'metrics') as MetricRecord[];
+      .filter((r): r is MetricRecord => r.kind === 'metrics');
     assert.equal(out.length, 1);
     assert.equal(out[0]!.values['samples'], 2);
     assert.equal(out[0]!.values['boundary'], 1);

@@ -4,6 +4,7 @@ import { Curve, Ewma, History, RollingWindow, Summary } from '../src/stats/rolli
 import { normal, rng } from '../src/sim/random.js';
 import { RoundState } from '../src/runs/round.js';
 import { DEFAULTS } from './helpers/defaults.js';
+import { viaJson } from './helpers/json.js';
 
 /** The reference: the textbook two-pass mean and variance over the same values. */
 function twoPass(xs: number[]): { mean: number; variance: number } {
@@ -73,7 +74,7 @@ describe('RollingWindow against a two-pass reference', () => {
   test('save and restore give the same numbers', () => {
     const w = new RollingWindow(8);
     for (let i = 0; i < 20; i++) w.push(i * i);
-    const back = RollingWindow.from(JSON.parse(JSON.stringify(w.toJSON())));
+    const back = RollingWindow.from(viaJson(w.toJSON()));
     assert.equal(back.mean, w.mean);
     assert.ok(relErr(back.variance, w.variance) < 1e-12);
   });

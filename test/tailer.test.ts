@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import { FileTailer, type TailCheckpoint } from '../src/sources/tailer.js';
 import { tempDir } from './helpers/fs.js';
 import { DEFAULTS } from './helpers/defaults.js';
+import { viaJson } from './helpers/json.js';
 
 const WRITER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'writer.js');
 
@@ -40,7 +41,7 @@ describe('tailing a file written by a real writer process', () => {
       let restarts = 0;
       const restart = async (gapMs: number, during?: () => void): Promise<void> => {
         // A restart of barwatch: keep only the checkpoint, drop everything in memory.
-        const saved: TailCheckpoint | null = JSON.parse(JSON.stringify(tailer.checkpoint()));
+        const saved: TailCheckpoint | null = viaJson(tailer.checkpoint());
         await tailer.close();
         during?.();
         await sleep(gapMs);

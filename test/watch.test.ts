@@ -28,7 +28,7 @@ function writer(file: string, first: number, n: number, perSecond: number): Prom
 const status =
   (records: number) =>
   (l: LogLine): boolean =>
-    typeof l['records'] === 'number' && (l['records'] as number) >= records && l.msg.startsWith('status:');
+    typeof l['records'] === 'number' && l['records'] >= records && l.msg.startsWith('status:');
 
 function config(dir: string): string {
   const file = path.join(dir, 'barwatch.yaml');

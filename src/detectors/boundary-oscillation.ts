@@ -63,7 +63,7 @@ export const boundaryOscillation: Detector<P> = {
       const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
       const periodic =
         peaks.every((k): k is SpectralPeak => k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude) &&
-        Math.max(...peaks.map((k) => k!.period)) / Math.min(...peaks.map((k) => k!.period)) <= 1.6;
+        Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
       const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
       const mk = mannKendall(pts.values);
       const rise = mk.pUp < 0.05 ? theilSen(pts.values) * (pts.values.length - 1) : 0;
@@ -81,7 +81,7 @@ export const boundaryOscillation: Detector<P> = {
       let message: string;
       let recommendation: string;
       if (periodic) {
-        const ps = peaks as SpectralPeak[];
+        const ps = peaks;
         const period = ps.reduce((a, k) => a + k.period, 0) / ps.length;
         const share = Math.min(...ps.map((k) => k.share));
         const amp = ps.reduce((a, k) => a + k.amplitude, 0) / ps.length;

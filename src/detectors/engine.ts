@@ -136,7 +136,7 @@ export class DetectorEngine {
 
   private evaluatedOf(runId: string): Map<string, number> {
     let m = this.evaluated.get(runId);
-    if (m === undefined) this.evaluated.set(runId, (m = new Map()));
+    if (m === undefined) this.evaluated.set(runId, (m = new Map<string, number>()));
     return m;
   }
 

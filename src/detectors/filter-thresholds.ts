@@ -4,7 +4,7 @@
  * [0.4, 0.6]) inside the band, keeping as many questions as possible and moving the current
  * thresholds as little as possible.
  */
-import { GRID, FilterStats } from '../runs/filter.js';
+import { GRID, type FilterStats } from '../runs/filter.js';
 
 export interface ThresholdSuggestion {
   easy: number;

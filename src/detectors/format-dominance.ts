@@ -73,7 +73,7 @@ export const formatDominance: Detector<P> = {
       reasons.push(
         `the format weight ${configured.format} is ${(Math.abs(configured.format!) / Math.abs(configured.boundary!)).toFixed(1)}x the boundary weight ${configured.boundary}`,
       );
-    if (bySignal) reasons.push(`the boundary carries only ${pct(share!)} of the reward signal (format ${pct(s!.share.format ?? 0)})`);
+    if (bySignal) reasons.push(`the boundary carries only ${pct(share)} of the reward signal (format ${pct(s.share.format ?? 0)})`);
     const evidence: Record<string, unknown> = {
       weights: s?.weights ?? configured,
       weights_configured: configured,

@@ -11,7 +11,7 @@ import { nonfiniteReward } from './nonfinite-reward.js';
 import { rewardCollapse } from './reward-collapse.js';
 import { roundRegression } from './round-regression.js';
 import { staleRun } from './stale-run.js';
-import type { Detector, Params } from './types.js';
+import type { Detector } from './types.js';
 
 export const DETECTORS: readonly Detector[] = [
   boundaryOscillation,
@@ -26,7 +26,7 @@ export const DETECTORS: readonly Detector[] = [
   staleRun,
   nonfiniteReward,
   rewardCollapse,
-] as unknown as readonly Detector<Params>[];
+];
 
 /** The detector ids, in the order of DETECTORS. */
 export const DETECTOR_IDS: readonly string[] = DETECTORS.map((d) => d.id);

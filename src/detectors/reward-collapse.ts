@@ -47,7 +47,7 @@ export const rewardCollapse: Detector<P> = {
         level: p.level,
         earlier_level: Math.round(earlier * 1e4) / 1e4,
       };
-      let spreadGone = false;
+      let spreadGone: boolean;
       const zs = r.series.get('frac_reward_zero_std');
       if (zs !== undefined && zs.history.length >= p.window) {
         const fr = zs.history.points().values.slice(-p.window);

@@ -31,7 +31,7 @@ export class HealthServer {
 
   constructor(private readonly snapshot: () => HealthSnapshot) {
     collectDefaultMetrics({ register: this.registry });
-    const self = this;
+    const last = this.last;
     const counter = (
       name: string,
       help: string,
@@ -44,11 +44,11 @@ export class HealthServer {
         labelNames: labels,
         registers: [this.registry],
         collect() {
-          for (const [lab, v] of read(self.snapshot())) {
+          for (const [lab, v] of read(snapshot())) {
             const key = `${name}|${JSON.stringify(lab)}`;
-            const d = v - (self.last.get(key) ?? 0);
+            const d = v - (last.get(key) ?? 0);
             if (d > 0) this.inc(lab, d);
-            self.last.set(key, v);
+            last.set(key, v);
           }
         },
       });
@@ -69,7 +69,7 @@ export class HealthServer {
       help: 'How long the oldest queued read has waited.',
       registers: [this.registry],
       collect() {
-        this.set(self.snapshot().ingestLagSeconds);
+        this.set(snapshot().ingestLagSeconds);
       },
     });
     new Gauge({
@@ -77,7 +77,7 @@ export class HealthServer {
       help: 'Notifications waiting in the outbox.',
       registers: [this.registry],
       collect() {
-        this.set(self.snapshot().outboxDepth);
+        this.set(snapshot().outboxDepth);
       },
     });
     new Gauge({
@@ -85,7 +85,7 @@ export class HealthServer {
       help: 'Runs followed.',
       registers: [this.registry],
       collect() {
-        this.set(self.snapshot().runs);
+        this.set(snapshot().runs);
       },
     });
     new Gauge({
@@ -95,7 +95,7 @@ export class HealthServer {
       registers: [this.registry],
       collect() {
         this.reset();
-        for (const a of self.snapshot().activeAlerts) this.inc({ detector: a.detector, severity: a.severity });
+        for (const a of snapshot().activeAlerts) this.inc({ detector: a.detector, severity: a.severity });
       },
     });
   }

@@ -18,5 +18,5 @@ export function parseOpenRlhf(text: string, keyMap: Record<string, string>): Met
     return { error: 'OpenRLHF step line with an unreadable dict' };
   }
   const step = toNumber(m[1]) ?? 0;
-  return { kind: 'metrics', step, values: flattenValues(dict as Record<string, unknown>, keyMap, NO_SKIP) };
+  return { kind: 'metrics', step, values: flattenValues(dict, keyMap, NO_SKIP) };
 }

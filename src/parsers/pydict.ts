@@ -45,7 +45,7 @@ class Reader {
       this.ws();
       if (this.s[this.i] !== ':') this.fail();
       this.i++;
-      out[String(key)] = this.value();
+      out[typeof key === 'string' ? key : JSON.stringify(key)] = this.value();
       this.ws();
       const c = this.s[this.i++];
       if (c === '}') return out;
@@ -107,7 +107,7 @@ class Reader {
   atom(): Py {
     const s = this.s;
     const start = this.i;
-    while (this.i < s.length && /[A-Za-z0-9_.+\-]/.test(s[this.i]!)) this.i++;
+    while (this.i < s.length && /[A-Za-z0-9_.+-]/.test(s[this.i]!)) this.i++;
     const word = s.slice(start, this.i);
     if (word === '') this.fail();
     // Wrapped scalars: np.float64(0.1), tensor(0.5), np.int64(3)

@@ -86,7 +86,7 @@ export class RunConfigParser implements DocumentParser {
 
   document(text: string): LineResult {
     const s = readRunSettings(text);
-    if ('error' in s) return s as { error: string };
+    if ('error' in s) return s;
     return Object.keys(s).length === 0 ? [] : [{ kind: 'settings', settings: s }];
   }
 }

@@ -1,6 +1,7 @@
 /** Clean-up shared by the free-text formats: ANSI colours, Ray prefixes, timestamps. */
 
 // CSI sequences (colours, cursor moves) and OSC sequences.
+// eslint-disable-next-line no-control-regex -- ESC and BEL are what these sequences are made of
 const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)/g;
 // `(TaskRunner pid=123)`, `(WorkerDict pid=456, ip=10.0.0.1)`
 const RAY_PREFIX = /^\s*\([A-Za-z_][\w.]*\s+pid=\d+[^)]*\)\s*/;

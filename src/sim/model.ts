@@ -71,7 +71,7 @@ export function makeQuestions(r: () => number, n: number, firstId = 0): Question
         rel += relevance[d]!;
       }
       strength[j] = 1 - miss;
-      features.push(Float64Array.of(strength[j]!, strength[j]! * hint, rel / set.length, set.length / 3));
+      features.push(Float64Array.of(strength[j], strength[j] * hint, rel / set.length, set.length / 3));
     });
     out.push({ id: firstId + i, difficulty, hint, relevance, informativeness, strength, features });
   }

@@ -11,7 +11,7 @@ export interface LogOptions {
 
 export function createLogger(opts: LogOptions, stream: NodeJS.WritableStream = process.stderr): Logger {
   const usePretty = opts.format === 'pretty' || (opts.format === 'auto' && (stream as { isTTY?: boolean }).isTTY === true);
-  const base = { level: opts.level, base: undefined as undefined, timestamp: pino.stdTimeFunctions.isoTime };
+  const base = { level: opts.level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime };
   if (usePretty) {
     return pino(
       base,

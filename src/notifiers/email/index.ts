@@ -84,8 +84,9 @@ export function createEmailNotifier(opts: EmailOptions): Notifier {
         html: s.html,
         attachments: s.charts.map((c) => ({ filename: c.filename, content: c.png, contentType: 'image/png', cid: c.cid })),
       }),
-    async close(): Promise<void> {
+    close(): Promise<void> {
       transport.close();
+      return Promise.resolve();
     },
   };
 }

@@ -61,7 +61,7 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
   let retryAfter: string | null = null;
   // Wraps fetch to read Retry-After, which the webhook client does not expose.
   const fetchFn: FetchFunction = async (url, init) => {
-    const res = await fetch(url, init as RequestInit);
+    const res = await fetch(url, init);
     retryAfter = res.headers.get('retry-after');
     return res;
   };
