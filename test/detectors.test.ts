@@ -7,7 +7,6 @@ import { describe, test } from 'node:test';
 import { suggestThresholds } from '../src/detectors/filter-thresholds.js';
 import { rebalance } from '../src/detectors/format-dominance.js';
 import { DETECTORS } from '../src/detectors/index.js';
-import { standardError } from '../src/detectors/low-rollouts.js';
 import { DETECTOR_IDS } from '../src/detectors/index.js';
 import { FilterStats } from '../src/runs/filter.js';
 import { DetectorEngine } from '../src/detectors/engine.js';
@@ -16,6 +15,31 @@ import { RunState } from '../src/runs/run.js';
 import { confusion, runScenario } from './helpers/confusion.js';
 import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
 import { DEFAULTS } from './helpers/defaults.js';
+
+/**
+ * The quantities a message states, as written (`0.35`, `22%`, `12`): not the places it names
+ * (`round 2`, `step 77`), nor parts of times and durations (`2026-12-01T00:56`, `5h 0m`).
+ */
+function statedNumbers(message: string): string[] {
+  return [...message.matchAll(/(?<![\w.:-])(?<!\b(?:rounds?|step) )-?\d+(?:\.\d+)?%?(?![\w:-])/g)].map((m) => m[0]);
+}
+
+/** Whether an evidence value, shown at the precision the message uses, is `stated`. */
+function backedBy(stated: string, evidence: Record<string, unknown>): boolean {
+  const percent = stated.endsWith('%');
+  const text = percent ? stated.slice(0, -1) : stated;
+  const decimals = text.includes('.') ? text.length - text.indexOf('.') - 1 : 0;
+  const values: number[] = [];
+  const collect = (v: unknown): void => {
+    if (typeof v === 'number') values.push(v);
+    else if (Array.isArray(v)) {
+      values.push(v.length);
+      v.forEach(collect);
+    } else if (v !== null && typeof v === 'object') Object.values(v).forEach(collect);
+  };
+  collect(evidence);
+  return values.some((v) => (percent ? v * 100 : v).toFixed(decimals) === Number(text).toFixed(decimals));
+}
 
 const SEEDS = Array.from({ length: 20 }, (_, i) => i + 1);
 
@@ -41,11 +65,14 @@ describe('findings carry evidence and a recommendation from the run', () => {
     assert.match(f.message, /boundary questions \(\d+% before filtering\)/);
   });
 
-  test('every finding of every scenario has a message, evidence and a recommendation', async () => {
+  test('every number a finding states is in its evidence, and every warning says what to do', async () => {
     for (const name of SCENARIO_NAMES) {
       const o = await runScenario(name, 11);
       for (const f of o.findings) {
-        assert.ok(f.message.length > 20, `${name} ${f.detector}`);
+        const at = `${name} ${f.detector}: ${f.message}`;
+        const unbacked = statedNumbers(f.message).filter((n) => !backedBy(n, f.evidence));
+        assert.deepEqual(unbacked, [], `${at}\nevidence: ${JSON.stringify(f.evidence)}`);
+        if (f.severity !== 'info') assert.ok((f.recommendation ?? '').length > 0, `${at}: no recommendation`);
       }
     }
   });
@@ -95,8 +122,15 @@ describe('findings carry evidence and a recommendation from the run', () => {
   test('the K low-rollouts recommends meets the standard error bound, and K-1 does not', async () => {
     const o = await runScenario('few-rollouts', 5);
     const f = o.findings.find((x) => x.detector === 'low-rollouts')!;
-    assert.match(f.message, /K=2 .* 0, 0.5, 1 .* standard error at c=0.5 is 0.35/);
-    assert.ok(standardError(0.5, 10) <= 0.16 && standardError(0.5, 9) > 0.16);
+    // The standard error of an accuracy estimated from K rollouts at the target c, written out here.
+    const se = (c: number, k: number): number => Math.sqrt((c * (1 - c)) / k);
+    const c = f.evidence['target'] as number;
+    const bound = f.evidence['max_se'] as number;
+    assert.match(f.message, /K=2 .* 0, 0.5, 1 /);
+    assert.match(f.message, new RegExp(`standard error at c=${c} is ${se(c, 2).toFixed(2)}`));
+    const k = Number(/Raise the generator rollouts to K=(\d+)/.exec(f.recommendation ?? '')?.[1]);
+    assert.ok(se(c, k) <= bound, `K=${k}: ${se(c, k)} > ${bound}`);
+    assert.ok(se(c, k - 1) > bound, `K=${k - 1} would already do: ${se(c, k - 1)}`);
   });
 });
 

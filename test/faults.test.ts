@@ -144,7 +144,7 @@ describe('faults: bad input, written while the daemon runs', () => {
     await w.do({ op: 'append', file: file('recreated'), text: goods(1, 10) });
     await waitRecords(d, state, file('recreated'), 10);
     await w.do({ op: 'rm', path: file('recreated') });
-    await sleep(300);
+    await d.waitFor((l) => l.msg === 'file removed; stopped following it' && l['file'] === file('recreated'));
     await w.do({ op: 'append', file: file('recreated'), text: goods(11, 15) });
     // A run folder removed under the watched root after it was read.
     await w.do({ op: 'append', file: file('removed'), text: goods(1, 10) });
@@ -171,7 +171,6 @@ describe('faults: bad input, written while the daemon runs', () => {
       denied: { records: 10 },
     };
     for (const [name, want] of Object.entries(expected)) await waitRecords(d, state, file(name), want.records);
-    await sleep(500);
     assert.equal(d.child.exitCode, null, 'the daemon stays up');
     assert.equal(await d.stop(), 0);
 
@@ -375,7 +374,8 @@ describe('faults: state files', () => {
     after(() => w.close());
     await w.do({ op: 'append', file, text: goods(41, 50) });
     await statusAt(d, 50);
-    await sleep(1500);
+    // Long enough for a repeated warning to show: several status lines, alert ticks and saves.
+    await d.waitQuiet();
     assert.equal(d.child.exitCode, null, 'the daemon stays up');
     assert.equal(await d.stop(), 0);
 
@@ -436,7 +436,7 @@ describe('faults: notifiers', () => {
       (delivered(slack, slackOk).length < 2 || d.logs.filter((l) => l.msg.startsWith('sent to alertmanager')).length < 2)
     )
       await sleep(100);
-    await sleep(1500);
+    await d.waitQuiet();
     assert.equal(d.child.exitCode, null, 'the daemon stays up');
     assert.equal(await d.stop(), 0);
 

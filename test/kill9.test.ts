@@ -84,7 +84,7 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
     await sleep(100);
   }
   await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= expectedLines, 10_000);
-  await sleep(1000);
+  await d.waitQuiet();
   assert.equal(await d.stop(), 0);
   assert.equal(kills, KILLS, `only ${kills} kills happened before the writer finished`);
 

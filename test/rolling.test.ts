@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Curve, Ewma, History, RollingWindow, Summary } from '../src/stats/rolling.js';
+import { Curve, Ewma, History, RollingWindow, RunningStats } from '../src/stats/rolling.js';
 import { normal, rng } from '../src/sim/random.js';
 import { RoundState } from '../src/runs/round.js';
 import { DEFAULTS } from './helpers/defaults.js';
@@ -80,14 +80,14 @@ describe('RollingWindow against a two-pass reference', () => {
   });
 });
 
-describe('Summary', () => {
+describe('RunningStats', () => {
   test('merging per-round summaries equals one pass (Chan et al.)', () => {
     const r = rng(42);
     const xs = Array.from({ length: 10_000 }, () => 1e8 + normal(r));
     const parts = [xs.slice(0, 1), xs.slice(1, 3000), xs.slice(3000, 3000), xs.slice(3000)];
-    const merged = new Summary();
+    const merged = new RunningStats();
     for (const part of parts) {
-      const s = new Summary();
+      const s = new RunningStats();
       part.forEach((x) => s.add(x));
       merged.merge(s);
     }

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { DaemonProcess } from './helpers/daemon.js';
@@ -78,7 +77,7 @@ test('a run that turns oscillating then heals: one Slack message and one email, 
   await write(phases[2]!);
   await d.waitFor((l) => l.msg.startsWith('resolved: boundary-oscillation'), 30_000);
   await d.waitFor(() => smtp.messages.length >= 2 && slack.requests.length >= 2, 15_000);
-  await sleep(1500);
+  await d.waitQuiet();
   assert.equal(slack.requests.length, 2);
   assert.equal(smtp.messages.length, 2);
   assert.match(smtp.messages[1]!.subject ?? '', /^\[RESOLVED\] boundary-oscillation/);

@@ -20,9 +20,8 @@ export class AlertBook {
 
   constructor(private readonly opts: LifecycleOptions) {}
 
-  /** Brings the alerts up to date with the findings that hold now. Returns the keys that changed state. */
-  update(findings: readonly Finding[], now: number): Alert[] {
-    const changed: Alert[] = [];
+  /** Brings the alerts up to date with the findings that hold now. */
+  update(findings: readonly Finding[], now: number): void {
     const holding = new Set<string>();
     for (const f of findings) {
       const key = alertKey(f);
@@ -46,7 +45,6 @@ export class AlertBook {
       if (a.state === 'pending' && now - a.activeSince >= this.opts.forMs) {
         a.state = 'firing';
         a.firingSince = now;
-        changed.push(a);
       }
     }
     for (const a of this.alerts.values()) {
@@ -56,10 +54,8 @@ export class AlertBook {
       } else if (a.state === 'firing' && now - a.lastHeld >= this.opts.keepFiringForMs) {
         a.state = 'resolved';
         a.resolvedAt = now;
-        changed.push(a);
       }
     }
-    return changed;
   }
 
   /** Forgets a resolved alert once its resolution has been dealt with. */

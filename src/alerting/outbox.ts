@@ -18,6 +18,7 @@ import type { Logger } from '../util/log.js';
 import type { Channel, Notification } from './types.js';
 import { writeAtomic } from '../state/atomic.js';
 import type { StateLayout } from '../state/layout.js';
+import { FailureReport } from '../util/failures.js';
 
 export interface OutboxOptions {
   baseBackoffMs: number;
@@ -59,8 +60,8 @@ export class Outbox {
   private readonly sent = new Set<string>();
   private readonly channels = new Map<string, ChannelState>();
   private pumping: Promise<void> | null = null;
-  /** The error code of the last failed write to the state folder, logged once until it changes. */
-  private diskError: string | null = null;
+  /** Writes to the state folder that fail, logged once until the cause changes. */
+  private readonly diskFailure = new FailureReport();
   /** Deliveries and permanent failures, for tests and metrics. */
   readonly counters = { sent: new Map<string, number>(), failed: new Map<string, number>() };
 
@@ -113,10 +114,6 @@ export class Outbox {
     return this.entries.size;
   }
 
-  pending(): Notification[] {
-    return [...this.entries.values()].map((e) => e.notification);
-  }
-
   /** Queues a notification durably; false (with the reason logged) when it was already queued or sent. */
   async enqueue(n: Notification): Promise<boolean> {
     const queued = [...this.entries.values()].some((e) => e.notification.dedupeKey === n.dedupeKey);
@@ -148,8 +145,7 @@ export class Outbox {
       await write();
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      if (this.diskError !== code) {
-        this.diskError = code;
+      if (this.diskFailure.failed('disk', code)) {
         this.log.error(
           { stateDir: path.dirname(this.dir), code },
           `cannot ${what} (${code}); notifications and the record of what was sent are kept in memory until the state folder can be written`,
@@ -157,10 +153,7 @@ export class Outbox {
       }
       return false;
     }
-    if (this.diskError !== null) {
-      this.log.info({ stateDir: path.dirname(this.dir) }, 'the outbox is written to disk again');
-      this.diskError = null;
-    }
+    if (this.diskFailure.recovered('disk')) this.log.info({ stateDir: path.dirname(this.dir) }, 'the outbox is written to disk again');
     return true;
   }
 
@@ -255,16 +248,5 @@ export class Outbox {
     this.counters.failed.set(n.channel, (this.counters.failed.get(n.channel) ?? 0) + 1);
     await this.disk('move a refused notification to outbox/failed', () => this.write(path.join(this.failedDir, `${n.id}.json`), e));
     await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
-  }
-
-  /** When the next entry is due (ms), or null when the outbox is empty. */
-  nextDue(): number | null {
-    let next: number | null = null;
-    for (const e of this.entries.values()) {
-      const ch = this.channels.get(e.notification.channel);
-      const t = Math.max(e.nextAttempt, ch?.nextAttempt ?? 0);
-      if (next === null || t < next) next = t;
-    }
-    return next;
   }
 }

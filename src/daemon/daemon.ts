@@ -376,7 +376,7 @@ export class Daemon {
 
   status(): void {
     if (this.pipeline === null) return;
-    const [fields, message] = statusLine(this.pipeline.totals(), this.queue.size);
+    const [fields, message] = statusLine(this.pipeline.totals(), this.queue.size, this.alerting);
     this.log.info(fields, message);
   }
 

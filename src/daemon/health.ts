@@ -41,10 +41,16 @@ export function healthSnapshot(h: HealthParts): HealthSnapshot {
   };
 }
 
-/** The periodic status line: its fields and its message. */
-export function statusLine(t: Totals, queued: number): [Record<string, number>, string] {
+/**
+ * The periodic status line: its fields and its message. `outbox` (notifications waiting) and
+ * `sent` (delivered since start) let a reader see alerting settle: equal on consecutive lines,
+ * nothing was sent in between.
+ */
+export function statusLine(t: Totals, queued: number, alerting: Alerting | null): [Record<string, number>, string] {
+  let sent = 0;
+  for (const n of alerting?.outbox.counters.sent.values() ?? []) sent += n;
   return [
-    { ...t, queued },
+    { ...t, queued, outbox: alerting?.outbox.depth ?? 0, sent },
     `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long`,
   ];
 }

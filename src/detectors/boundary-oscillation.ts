@@ -29,7 +29,11 @@ export function periodic(
   p: Pick<P, 'window' | 'min_period' | 'max_period' | 'min_share' | 'min_amplitude'> = boundaryOscillationDefaults,
 ): boolean {
   if (values.length < p.window) return false;
-  const k = spectralPeak(values.slice(-p.window), p.min_period, p.max_period);
+  return strongPeak(spectralPeak(values.slice(-p.window), p.min_period, p.max_period), p);
+}
+
+/** A spectral peak that holds enough of the detrended power and is large enough to matter. */
+function strongPeak(k: SpectralPeak | null, p: Pick<P, 'min_share' | 'min_amplitude'>): k is SpectralPeak {
   return k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude;
 }
 
@@ -61,15 +65,14 @@ export const boundaryOscillation: Detector<P> = {
       const wins: number[][] = [];
       for (let i = 0; i < p.windows; i++) wins.push(pts.values.slice(i * hop, i * hop + p.window));
       const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
-      const periodic =
-        peaks.every((k): k is SpectralPeak => k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude) &&
-        Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
+      const cyclic =
+        peaks.every((k) => strongPeak(k, p)) && Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
       const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
       const mk = mannKendall(pts.values);
       const rise = mk.pUp < 0.05 ? theilSen(pts.values) * (pts.values.length - 1) : 0;
       const rising = mk.pUp < 0.05 && rise >= 0.02;
       const noisy = sds.every((s) => s >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]! && !rising;
-      if (!periodic && !noisy) continue;
+      if (!cyclic && !noisy) continue;
       const step = pts.steps[pts.steps.length - 1]!;
       const evidence: Record<string, unknown> = {
         window: p.window,
@@ -80,7 +83,7 @@ export const boundaryOscillation: Detector<P> = {
       };
       let message: string;
       let recommendation: string;
-      if (periodic) {
+      if (cyclic) {
         const ps = peaks;
         const period = ps.reduce((a, k) => a + k.period, 0) / ps.length;
         const share = Math.min(...ps.map((k) => k.share));

@@ -84,8 +84,8 @@ export class DetectorEngine {
    * After a record: evaluates the step-driven detectors whose cadence is due. `bulk` says the
    * record came in a large batch (analyze, or a daemon catching up on a backlog): then, past
    * BULK_FROM steps, a detector waits at least 1/32 of the steps read so far between evaluations
-   * (about 32 evaluations each time the run's length grows e-fold: ~150 over a 20,000-step run
-   * instead of ~650 at 1/256 from 4,096 steps), so many runs read fast, and the step at which a
+   * (about 32 evaluations each time the run's length grows e-fold: ~150 over a 20,000-step run),
+   * so many runs read fast, and the step at which a
    * finding first held is exact to within 1/32 of the steps read before it.
    * Time-based detectors (stale-run) are judged by the clock (`evaluate(..., timeOnly)`); a record
    * only re-judges one whose finding holds for the run, since a record is news the run is alive.

@@ -66,6 +66,7 @@ export const generatorStall: Detector<P> = {
           window: w.values.length,
           mean: round3(mean),
           target: c,
+          gap: round3(c - mean),
           target_source: source,
           margin: p.margin,
           mann_kendall_z: round3(mk.z),

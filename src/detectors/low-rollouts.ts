@@ -53,7 +53,7 @@ export const lowRollouts: Detector<P> = {
         step: null,
         severity: p.severity,
         message: `Only K=${k} generator rollouts per evidence set: p can only be ${values.join(', ')} and its standard error at c=${c} is ${se.toFixed(2)}, so the boundary reward is mostly noise.`,
-        evidence: { k, source, target: c, standard_error: +se.toFixed(4), min_k: p.min_k },
+        evidence: { k, source, target: c, standard_error: +se.toFixed(4), min_k: p.min_k, max_se: p.max_se },
         recommendation: `Raise the generator rollouts to K=${need} (standard error ${standardError(c, need).toFixed(3)} at c=${c}, at most ${p.max_se}).`,
       },
     ];

@@ -31,7 +31,7 @@ export const nonfiniteReward: Detector<P> = {
         step: first.firstStep,
         severity: p.severity,
         message: `${first.series} became ${first.value} at step ${first.firstStep} (${total} non-finite value(s) in ${bad.length} series): the reward computation is broken.`,
-        evidence: { series: bad, role: r.role },
+        evidence: { series: bad, non_finite_values: total, role: r.role },
         recommendation:
           'Find what produced the first non-finite value (a division by zero rollouts, log(0), an overflow in the reward function or loss) and resume from the last checkpoint before that step.',
         series: { role: r.role, round: r.round, name: first.series },

@@ -1,4 +1,4 @@
-/** Every notifier, built from the config in one place. Console and alerts.jsonl are always on (alerting/console.ts). */
+/** Every notifier, built from the config in one place. Console and alerts.jsonl are always on (console.ts). */
 import type { Config } from '../config/load.js';
 import { createAlertmanagerNotifier } from './alertmanager/index.js';
 import { createEmailNotifier } from './email/index.js';

@@ -4,7 +4,8 @@ import { parsePythonLiteral } from './pydict.js';
 import type { MetricRecord } from './types.js';
 
 const GLOBAL_STEP = /Global step (\d+):\s*(\{.*\})\s*$/;
-const NO_SKIP: ReadonlySet<string> = new Set(['step', 'global_step']);
+/** Keys that are the step itself, not series. */
+const STEP_KEYS: ReadonlySet<string> = new Set(['step', 'global_step']);
 
 export function looksLikeOpenRlhf(text: string): boolean {
   return text.includes('Global step ');
@@ -18,5 +19,5 @@ export function parseOpenRlhf(text: string, keyMap: Record<string, string>): Met
     return { error: 'OpenRLHF step line with an unreadable dict' };
   }
   const step = toNumber(m[1]) ?? 0;
-  return { kind: 'metrics', step, values: flattenValues(dict, keyMap, NO_SKIP) };
+  return { kind: 'metrics', step, values: flattenValues(dict, keyMap, STEP_KEYS) };
 }

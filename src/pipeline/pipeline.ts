@@ -15,6 +15,7 @@ import type { Logger } from '../util/log.js';
 import type { DetectorEngine, EngineJSON, Transition } from '../detectors/engine.js';
 import type { RunJSON } from '../runs/run.js';
 import type { DetectContext } from '../detectors/types.js';
+import { FailureReport } from '../util/failures.js';
 
 /** A batch with more records than this is a backlog being read, not live appends. */
 const BULK_RECORDS = 64;
@@ -59,16 +60,16 @@ export class Pipeline {
   readonly registry: RunRegistry;
   readonly sources = new Map<string, FileSource>();
   private readonly saved: ReadState['files'];
-  /** `file|kind` of problems already logged: each is logged once, then only counted. */
-  private readonly reported = new Set<string>();
+  /** Problems already logged, by `file|kind`: each is logged once, then only counted. */
+  private readonly reported = new FailureReport();
   /**
    * While true, records are applied but detectors wait: a daemon catching up on a backlog reads
    * files in any order (a selector round before the generator round it follows), so it judges
    * once everything is read (see Daemon.start).
    */
   holdDetectors = false;
-  /** `file` -> error code of a failing read, logged once until the file reads again. */
-  private readonly failing = new Map<string, string>();
+  /** Files whose reads fail, with the error code: logged once until the code changes or the file reads again. */
+  private readonly failing = new FailureReport();
   /** Counters of files no longer followed (removed), by path. */
   private readonly retired = new Map<string, FileCounters>();
 
@@ -117,9 +118,7 @@ export class Pipeline {
   }
 
   private problem(p: FileProblem): void {
-    const key = `${p.file}|${p.kind}`;
-    if (this.reported.has(key)) return;
-    this.reported.add(key);
+    if (!this.reported.failed(`${p.file}|${p.kind}`, p.kind)) return;
     const level = p.kind === 'malformed' || p.kind === 'long-line' || p.kind === 'too-large' ? 'warn' : 'info';
     this.opts.log[level](
       { file: p.file, problem: p.kind, offset: p.offset },
@@ -154,12 +153,11 @@ export class Pipeline {
     if (src === undefined) return 'idle';
     try {
       const out = await src.poll(this.sink, this.opts.now());
-      if (this.failing.delete(file)) this.opts.log.info({ file }, 'file readable again');
+      if (this.failing.recovered(file)) this.opts.log.info({ file }, 'file readable again');
       return out;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
-      if (this.failing.get(file) !== code) {
-        this.failing.set(file, code);
+      if (this.failing.failed(file, code)) {
         this.opts.log.warn({ file, code }, `cannot read file (${code}); will retry when it changes`);
       }
       return 'idle';
@@ -178,7 +176,7 @@ export class Pipeline {
   }
 
   failures(): ReadonlyMap<string, string> {
-    return this.failing;
+    return this.failing.failing;
   }
 
   totals(): Totals {

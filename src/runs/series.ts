@@ -1,6 +1,6 @@
 /** One series of one round (e.g. selector round 2, `boundary`): every statistic barwatch keeps of it. */
-import { Curve, Ewma, History, RollingWindow, Summary } from '../stats/rolling.js';
-import type { CurveJSON, EwmaJSON, HistoryJSON, SummaryJSON, WindowJSON } from '../stats/rolling.js';
+import { Curve, Ewma, History, RollingWindow, RunningStats } from '../stats/rolling.js';
+import type { CurveJSON, EwmaJSON, HistoryJSON, RunningStatsJSON, WindowJSON } from '../stats/rolling.js';
 
 export interface StatsOptions {
   /** Values in the rolling window (mean, variance). */
@@ -23,7 +23,7 @@ export interface NonFinite {
 }
 
 export interface SeriesJSON {
-  summary: SummaryJSON;
+  summary: RunningStatsJSON;
   window: WindowJSON;
   ewma: EwmaJSON;
   history: HistoryJSON;
@@ -34,7 +34,7 @@ export interface SeriesJSON {
 }
 
 export class SeriesStats {
-  summary = new Summary();
+  summary = new RunningStats();
   window: RollingWindow;
   ewma: Ewma;
   history: History;
@@ -84,7 +84,7 @@ export class SeriesStats {
 
   static from(j: SeriesJSON, opts: StatsOptions): SeriesStats {
     const s = new SeriesStats(opts);
-    s.summary = Summary.from(j.summary);
+    s.summary = RunningStats.from(j.summary);
     s.window = RollingWindow.from(j.window, opts.window);
     s.ewma = Ewma.from(j.ewma);
     s.history = History.from(j.history, opts.history);

@@ -263,7 +263,8 @@ export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod
     }
   }
   if (best < 0) return null;
-  // Variance of the residual carried by the band: Hann window energy is 3/8 of a flat window.
+  // The band's share of the windowed spectrum, applied to the unwindowed residual's variance:
+  // the amplitude of the periodic component in the series' own units.
   const resVar = r.reduce((a, x) => a + x * x, 0) / n;
   const share = bestBand / total;
   return { period: n / best, share, amplitude: Math.sqrt(share * resVar) };

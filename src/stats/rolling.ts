@@ -2,14 +2,14 @@
  * Bounded-memory statistics. Every structure here has a fixed size set at construction and can
  * be saved to JSON and restored, so a restart resumes with the same numbers.
  *
- * - Summary: count, mean, variance (Welford), min, max; two summaries merge (Chan et al.).
+ * - RunningStats: count, mean, variance (Welford), min, max; two merge (Chan et al.).
  * - RollingWindow: mean and variance of the last W values, from a ring buffer, two passes.
  * - Ewma: exponentially weighted mean and variance.
  * - History: the last H (step, value) points, for detectors that need the shape of a series.
  * - Curve: a whole round downsampled to at most B buckets (pairs merge when full).
  */
 
-export interface SummaryJSON {
+export interface RunningStatsJSON {
   n: number;
   mean: number;
   m2: number;
@@ -17,7 +17,7 @@ export interface SummaryJSON {
   max: number | null;
 }
 
-export class Summary {
+export class RunningStats {
   n = 0;
   mean = 0;
   m2 = 0;
@@ -34,7 +34,7 @@ export class Summary {
   }
 
   /** Chan et al.'s parallel combination: the result equals one pass over both inputs. */
-  merge(o: Summary): this {
+  merge(o: RunningStats): this {
     if (o.n === 0) return this;
     if (this.n === 0) {
       Object.assign(this, { n: o.n, mean: o.mean, m2: o.m2, min: o.min, max: o.max });
@@ -59,12 +59,12 @@ export class Summary {
     return Math.sqrt(this.variance);
   }
 
-  toJSON(): SummaryJSON {
+  toJSON(): RunningStatsJSON {
     return { n: this.n, mean: this.mean, m2: this.m2, min: this.n ? this.min : null, max: this.n ? this.max : null };
   }
 
-  static from(j: SummaryJSON): Summary {
-    const s = new Summary();
+  static from(j: RunningStatsJSON): RunningStats {
+    const s = new RunningStats();
     s.n = j.n;
     s.mean = j.mean;
     s.m2 = j.m2;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { analyzePaths } from '../../src/pipeline/analyze.js';
 import { loadConfig } from '../../src/config/load.js';
+import type { Finding } from '../../src/detectors/types.js';
 import { silentLogger } from '../../src/util/log.js';
 import { EXPECTED, SCENARIO_NAMES, writeScenario, type ScenarioName } from './scenarios.js';
 
@@ -11,7 +12,7 @@ export interface Outcome {
   scenario: ScenarioName;
   seed: number;
   ids: string[];
-  findings: { detector: string; severity: string; round: number | null; step: number | null; message: string }[];
+  findings: Finding[];
 }
 
 export async function runScenario(name: ScenarioName, seed: number): Promise<Outcome> {
@@ -54,20 +55,4 @@ export function tableOf(
     );
   }
   return lines.join('\n');
-}
-
-if (path.basename(process.argv[1] ?? '') === 'confusion.js') {
-  const n = Number(process.argv[2] ?? 20);
-  const only = process.argv[3] as ScenarioName | undefined;
-  const { outcomes, table } = await confusion(
-    Array.from({ length: n }, (_, i) => i + 1),
-    only ? [only] : SCENARIO_NAMES,
-  );
-  console.log(table);
-  for (const o of outcomes) {
-    if (o.ids.join() !== [...EXPECTED[o.scenario]].sort().join()) {
-      console.log(`\n${o.scenario} seed ${o.seed}: ${o.ids.join(', ') || '(none)'}`);
-      for (const f of o.findings) console.log(`  ${f.detector} r${f.round} s${f.step}: ${f.message}`);
-    }
-  }
 }

@@ -57,6 +57,20 @@ export class DaemonProcess {
     throw new Error(`timed out; log so far:\n${this.logs.map((l) => JSON.stringify(l)).join('\n')}`);
   }
 
+  /**
+   * Waits until alerting has settled, as the daemon reports it: `lines` status lines in a row
+   * (the first after this call) with an empty outbox and the same count of notifications sent.
+   * Status lines come every watch.status_interval, so this spans that many intervals at least.
+   */
+  async waitQuiet(lines = 3, timeoutMs = 30_000): Promise<void> {
+    const from = this.logs.length;
+    await this.waitFor(() => {
+      const status = this.logs.slice(from).filter((l) => l.msg.startsWith('status:'));
+      const last = status.slice(-lines);
+      return last.length === lines && last.every((l) => l['outbox'] === 0 && l['sent'] === last[0]!['sent']);
+    }, timeoutMs);
+  }
+
   /** Sends SIGTERM and waits for the exit code. */
   async stop(): Promise<number | null> {
     this.child.kill('SIGTERM');

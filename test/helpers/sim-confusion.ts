@@ -1,6 +1,6 @@
 /**
  * Runs every simulator scenario to completion over seeds, analyses each run in process, and
- * tallies the detector ids: `node dist/test/helpers/sim-confusion.js [seeds] [scenario]`.
+ * tallies the detector ids (scripts/sim-confusion.ts prints the table).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,6 @@ import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/util/log.js';
 import { SIM_SCENARIO_NAMES, SIM_SCENARIOS, type SimScenario, type SimScenarioName } from '../../src/sim/scenarios.js';
 import { simulate } from '../../src/sim/simulate.js';
-import { tableOf } from './confusion.js';
 
 export interface SimOutcome {
   scenario: SimScenarioName;
@@ -41,19 +40,4 @@ export function asExpected(o: SimOutcome): boolean {
   const s: SimScenario = SIM_SCENARIOS[o.scenario];
   const may = new Set([...s.expected, ...(s.mayAlso?.ids ?? [])]);
   return s.expected.every((id) => o.ids.includes(id)) && o.ids.every((id) => may.has(id));
-}
-
-if (process.argv[1]?.endsWith('sim-confusion.js')) {
-  const n = Number(process.argv[2] ?? 10);
-  const names = process.argv[3] ? (process.argv[3].split(',') as SimScenarioName[]) : SIM_SCENARIO_NAMES;
-  const outcomes: SimOutcome[] = [];
-  for (const name of names) for (let seed = 1; seed <= n; seed++) outcomes.push(await runSim(name, seed));
-  console.log(tableOf(outcomes, SIM_EXPECTED, names, n));
-  for (const name of names) console.log(`${name}: ${outcomes.filter((o) => o.scenario === name && asExpected(o)).length}/${n} as expected`);
-  for (const o of outcomes) {
-    if (!asExpected(o)) {
-      console.log(`\n${o.scenario} seed ${o.seed}: ${o.ids.join(', ') || '(none)'}`);
-      for (const f of o.findings) console.log(`  ${f.detector} r${f.round} s${f.step}: ${f.message.slice(0, 300)}`);
-    }
-  }
 }
