@@ -17,10 +17,10 @@ import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { rng } from '../src/sim/random.js';
 import { CaptureServer } from './helpers/servers.js';
+import { IS_ROOT, NOBODY, SECOND_USER_SKIP, type User } from './helpers/users.js';
 
-const IS_ROOT = process.getuid?.() === 0;
-/** Root reads everything: the daemon runs as `nobody` where permissions must apply. */
-const NOBODY = { uid: 65534, gid: 65534 };
+/** Root reads everything: running as root, the daemon runs as `nobody` so permissions apply to it. */
+const AS: User | undefined = NOBODY ?? undefined;
 
 function good(step: number): string {
   return JSON.stringify({ step, boundary: Math.round(((step * 37) % 100) / 10) / 10, relevance: 0.3, format: 1, count: 0 }) + '\n';
@@ -38,9 +38,9 @@ function workspace(): { dir: string; runs: string; state: string } {
   const state = path.join(dir, 'state');
   mkdirSync(runs);
   mkdirSync(state);
-  if (IS_ROOT) {
+  if (AS !== undefined) {
     chmodSync(dir, 0o755);
-    chownSync(state, NOBODY.uid, NOBODY.gid);
+    chownSync(state, AS.uid, AS.gid);
   }
   return { dir, runs, state };
 }
@@ -80,11 +80,12 @@ describe('faults: bad input, written while the daemon runs', () => {
     const denied = file('denied');
     mkdirSync(path.dirname(denied), { recursive: true });
     writeFileSync(denied, goods(1, 5));
-    const canDeny = IS_ROOT || process.getuid?.() !== undefined;
+    // Permissions apply to the daemon unless it runs as root (there is no user to run it as instead).
+    const canDeny = process.getuid !== undefined && (!IS_ROOT || AS !== undefined);
     if (canDeny) chmodSync(denied, 0o000);
     writeFileSync((mkdirSync(path.dirname(file('crlf')), { recursive: true }), file('crlf')), goods(1, 10, '\r\n'));
 
-    const d = new DaemonProcess([runs, '--config', cfg], IS_ROOT ? { user: NOBODY } : {});
+    const d = new DaemonProcess([runs, '--config', cfg], AS !== undefined ? { user: AS } : {});
     await d.waitFor((l) => l.msg === 'watching');
     const w = new Actor();
     after(() => w.close());
@@ -245,7 +246,7 @@ describe('faults: the state folder', () => {
     break_: (state: string) => void,
     mend: (state: string) => void,
     code: string,
-    user?: { uid: number; gid: number },
+    user?: User,
     cleanup?: (state: string) => void,
   ): Promise<void> {
     const { dir, runs, state } = workspace();
@@ -263,7 +264,7 @@ describe('faults: the state folder', () => {
     break_: (state: string) => void,
     mend: (state: string) => void,
     code: string,
-    user?: { uid: number; gid: number },
+    user?: User,
   ): Promise<void> {
     const am = await new CaptureServer().start();
     after(() => am.stop());
@@ -303,6 +304,7 @@ describe('faults: the state folder', () => {
 
   const mounted = ((): string | false => {
     if (!IS_ROOT) return 'mounting a small tmpfs needs root';
+    if (SECOND_USER_SKIP !== false) return SECOND_USER_SKIP;
     const probe = tempDir();
     const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', probe]);
     if (r.status !== 0) return `cannot mount a tmpfs here (${r.stderr.toString().trim()})`;
@@ -313,26 +315,26 @@ describe('faults: the state folder', () => {
   test('a full disk (ENOSPC, a 1 MiB tmpfs filled up)', { skip: mounted }, async () => {
     await unwritableState(
       (state) => {
-        assert.equal(spawnSync('mount', ['-t', 'tmpfs', '-o', `size=1m,uid=${NOBODY.uid},gid=${NOBODY.gid}`, 'tmpfs', state]).status, 0);
+        assert.equal(spawnSync('mount', ['-t', 'tmpfs', '-o', `size=1m,uid=${AS!.uid},gid=${AS!.gid}`, 'tmpfs', state]).status, 0);
         // Fill it: writes fail with ENOSPC from here on.
         spawnSync('dd', ['if=/dev/zero', `of=${path.join(state, 'filler')}`, 'bs=64k']);
       },
       (state) => rmSync(path.join(state, 'filler')),
       'ENOSPC',
-      NOBODY,
+      AS,
       (state) => void spawnSync('umount', ['-l', state]),
     );
   });
 
   test(
     'a read-only state folder',
-    { skip: IS_ROOT || process.getuid?.() !== undefined ? false : 'permissions do not apply here' },
+    { skip: process.getuid === undefined ? 'permissions do not apply here' : SECOND_USER_SKIP },
     async () => {
       await unwritableState(
         (state) => chmodSync(state, 0o555),
         (state) => chmodSync(state, 0o755),
         'EACCES',
-        IS_ROOT ? NOBODY : undefined,
+        AS,
       );
     },
   );

@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after } from 'node:test';
-import { BIN } from './fs.js';
+import { binFor, type User } from './users.js';
 
 export interface LogLine {
   level: number;
@@ -17,10 +17,10 @@ export class DaemonProcess {
   readonly exited: Promise<number | null>;
 
   /** `user` runs it as another user (the tests running as root use `nobody` so permissions apply). */
-  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; user?: { uid: number; gid: number } } = {}) {
-    this.child = spawn(process.execPath, [BIN, 'watch', ...args], {
+  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; user?: User } = {}) {
+    this.child = spawn(process.execPath, [binFor(opts.user), 'watch', ...args], {
       cwd: opts.cwd,
-      ...opts.user,
+      ...(opts.user !== undefined ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
       env: { ...process.env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
