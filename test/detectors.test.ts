@@ -3,7 +3,10 @@
  * and the recommendations computed from a run's own data do what they say.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
+import * as yaml from 'js-yaml';
 import { suggestThresholds } from '../src/detectors/filter-thresholds.js';
 import { rebalance } from '../src/detectors/format-dominance.js';
 import { DETECTORS } from '../src/detectors/index.js';
@@ -15,6 +18,7 @@ import { RunState } from '../src/runs/run.js';
 import { confusion, runScenario } from './helpers/confusion.js';
 import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
 import { DEFAULTS } from './helpers/defaults.js';
+import { REPO } from './helpers/fs.js';
 
 /**
  * The quantities a message states, as written (`0.35`, `22%`, `12`): not the places it names
@@ -134,8 +138,23 @@ describe('findings carry evidence and a recommendation from the run', () => {
   });
 });
 
-test('the detector list and the config ids agree (SPEC 6 contract)', () => {
-  assert.deepEqual(DETECTORS.map((d) => d.id).sort(), [...DETECTOR_IDS].sort());
+describe('each detector declares itself once; the docs agree', () => {
+  test('the example config lists every detector with its declared defaults', () => {
+    const doc = yaml.load(readFileSync(path.join(REPO, 'config', 'barwatch.example.yaml'), 'utf8')) as {
+      detectors: Record<string, unknown>;
+    };
+    assert.deepEqual(Object.keys(doc.detectors), [...DETECTOR_IDS]);
+    for (const d of DETECTORS) assert.deepEqual(doc.detectors[d.id], d.defaults, `detectors.${d.id} in config/barwatch.example.yaml`);
+  });
+
+  test("the README's detector table lists every detector with its default severity", () => {
+    const readme = readFileSync(path.join(REPO, 'README.md'), 'utf8');
+    const rows = [...readme.matchAll(/^\| `([a-z-]+)` \| .* \| ([a-z /]+) \|$/gm)].map((m) => [m[1]!, m[2]!.split(' / ')[0]!]);
+    assert.deepEqual(
+      rows,
+      DETECTORS.map((d) => [d.id, d.defaults.severity]),
+    );
+  });
 });
 
 describe('engine', () => {

@@ -45,6 +45,11 @@ function workspace(): { dir: string; runs: string; state: string } {
   return { dir, runs, state };
 }
 
+/** A config that saves often, reports every 200 ms and sends every alert to the Alertmanager stand-in at `url`. */
+function alertmanagerConfig(state: string, url: string): string {
+  return `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${url}"}\nlog: {format: json}\n`;
+}
+
 function readState(stateDir: string): DaemonState | null {
   try {
     return JSON.parse(readFileSync(path.join(stateDir, 'state.json'), 'utf8')) as DaemonState;
@@ -269,10 +274,7 @@ describe('faults: the state folder', () => {
     const am = await new CaptureServer().start();
     after(() => am.stop());
     const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(
-      cfg,
-      `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`,
-    );
+    writeFileSync(cfg, alertmanagerConfig(state, am.url));
     break_(state);
     const d = new DaemonProcess([runs, '--config', cfg], user !== undefined ? { user } : {});
     await d.waitFor((l) => l.msg === 'watching');
@@ -346,10 +348,7 @@ describe('faults: state files', () => {
     const am = await new CaptureServer().start();
     after(() => am.stop());
     const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(
-      cfg,
-      `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`,
-    );
+    writeFileSync(cfg, alertmanagerConfig(state, am.url));
     const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, nanRun());

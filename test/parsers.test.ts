@@ -14,6 +14,7 @@ import { TrainerStateParser } from '../src/parsers/trainer-state.js';
 import { isMalformed, type LineResult, type MetricRecord, type ParsedRecord } from '../src/parsers/types.js';
 import { DEFAULTS } from './helpers/defaults.js';
 import { viaJson } from './helpers/json.js';
+import { RUN_SETTINGS } from './helpers/run.js';
 
 const opts = DEFAULTS.parser;
 
@@ -395,14 +396,7 @@ describe('run configs', () => {
     const s = readRunSettings(
       'easy_threshold: 0.8\nunsolvable_threshold: 0.2\nvar_min: 0.02\nrollouts: 10\nweights: {boundary: 1.0, relevance: 0.2, format: 0.5, count: 1.0}\ntarget_accuracy: 0.5\n',
     );
-    assert.deepEqual(s, {
-      easyThreshold: 0.8,
-      unsolvableThreshold: 0.2,
-      varMin: 0.02,
-      rollouts: 10,
-      weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 },
-      targetAccuracy: 0.5,
-    });
+    assert.deepEqual(s, RUN_SETTINGS);
   });
 
   test("BAR-RAG's names, nested", () => {

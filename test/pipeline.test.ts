@@ -10,7 +10,7 @@ import { hasReadSections, type ReadState } from '../src/pipeline/pipeline.js';
 import { loadState } from '../src/state/file.js';
 import { silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
-import { writeRun } from './helpers/run.js';
+import { RUN_SETTINGS, writeRun } from './helpers/run.js';
 import { firstDiff } from './helpers/diff.js';
 import { writeAtomic } from '../src/state/atomic.js';
 import { DEFAULTS } from './helpers/defaults.js';
@@ -47,14 +47,7 @@ describe('pipeline', () => {
     assert.equal(run.filter.boundaryPre, 3);
     assert.equal(run.filter.boundaryPost, 3);
     assert.equal(run.filter.before, 6);
-    assert.deepEqual(run.settings, {
-      easyThreshold: 0.8,
-      unsolvableThreshold: 0.2,
-      varMin: 0.02,
-      rollouts: 10,
-      weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 },
-      targetAccuracy: 0.5,
-    });
+    assert.deepEqual(run.settings, RUN_SETTINGS);
     assert.equal(run.rollouts?.k, 10);
     const sel = run.round('selector', 1)!;
     assert.deepEqual(

@@ -22,6 +22,16 @@ export function generatorLine(step: number, accuracy: number): string {
   return JSON.stringify({ step, reward: accuracy + 0.05, accuracy }) + '\n';
 }
 
+/** What writeRun's two config files say, as barwatch reads them (RunSettings). */
+export const RUN_SETTINGS = {
+  easyThreshold: 0.8,
+  unsolvableThreshold: 0.2,
+  varMin: 0.02,
+  rollouts: 10,
+  weights: { boundary: 1, relevance: 0.2, format: 0.5, count: 1 },
+  targetAccuracy: 0.5,
+};
+
 /** A run folder with configs and `rounds` selector and generator rounds of `steps` steps each. */
 export function writeRun(dir: string, rounds: number, steps: number): void {
   mkdirSync(path.join(dir, 'configs'), { recursive: true });

@@ -8,7 +8,6 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after } from 'node:test';
 import { BIN, REPO } from './fs.js';
 
 export interface User {
@@ -65,7 +64,8 @@ export function binFor(user: User | undefined): string {
         cpSync(from, to, { recursive: true });
       }
     }
-    after(() => rmSync(dir, { recursive: true, force: true }));
+    // Kept for every test of this process (an `after` hook would remove it when the first test ends).
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
     copied = dir;
   }
   return path.join(copied, 'bin', 'barwatch.js');
