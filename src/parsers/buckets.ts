@@ -3,7 +3,7 @@
  * series by grouping consecutive samples: a fixed number of samples per step, or a new step
  * after a pause in writing (a training step computes its rewards in one burst).
  */
-import type { MetricRecord } from './types.js';
+import { isBoundary, type MetricRecord } from './types.js';
 
 interface Acc {
   n: number;
@@ -59,7 +59,7 @@ export class SampleBuckets {
     const p = sample['accuracy'];
     if (p !== undefined && Number.isFinite(p)) {
       b.accN++;
-      if (p >= 0.4 && p <= 0.6) b.boundaryHits++;
+      if (isBoundary(p)) b.boundaryHits++;
     }
     return closed;
   }

@@ -120,3 +120,14 @@ export interface ParserOptions {
   /** BAR-RAG debug logs: a pause longer than this (ms) between samples starts a new step. */
   debugStepGapMs: number;
 }
+
+/**
+ * The boundary zone ("Goldilocks zone"): questions the generator answers correctly 40%-60% of the
+ * time, where BAR-RAG's selector learns most. Inclusive at both ends.
+ */
+export const BOUNDARY_LOW = 0.4;
+export const BOUNDARY_HIGH = 0.6;
+
+export function isBoundary(acc: number): boolean {
+  return acc >= BOUNDARY_LOW && acc <= BOUNDARY_HIGH;
+}

@@ -35,10 +35,10 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
   }
   const engine = new DetectorEngine(config.detectors);
   const pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now, log, engine });
-  for (const f of found.files) {
-    pipeline.track(f.file, f.kind, f.place);
-    await pipeline.drain(f.file);
-  }
+  // Every file is known before the first is read, so each run is read in the order training
+  // wrote it (earlier rounds first, Pipeline.readEarlierRounds), as watch reads it.
+  for (const f of found.files) pipeline.track(f.file, f.kind, f.place);
+  for (const f of found.files) await pipeline.drain(f.file);
   pipeline.finish();
   await pipeline.close();
   // With everything read: cross-file conditions and the clock (stale-run).

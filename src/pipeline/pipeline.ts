@@ -9,7 +9,7 @@ import { RunRegistry } from '../runs/registry.js';
 import type { StatsOptions } from '../runs/series.js';
 import { STATE_VERSION, type StateEnvelope } from '../state/file.js';
 import { FileSource, type FileCheckpoint, type FileCounters, type FileProblem } from '../sources/file-source.js';
-import type { FilePlace } from '../sources/place.js';
+import { roundOrder, type FilePlace } from '../sources/place.js';
 import type { ReadOutcome, TailOptions } from '../sources/tailer.js';
 import type { Logger } from '../util/log.js';
 import type { DetectorEngine, EngineJSON, Transition } from '../detectors/engine.js';
@@ -70,6 +70,8 @@ export class Pipeline {
   holdDetectors = false;
   /** Files whose reads fail, with the error code: logged once until the code changes or the file reads again. */
   private readonly failing = new FailureReport();
+  /** Files read at least once (see readEarlierRounds). */
+  private readonly opened = new WeakSet<FileSource>();
   /** Counters of files no longer followed (removed), by path. */
   private readonly retired = new Map<string, FileCounters>();
 
@@ -151,6 +153,10 @@ export class Pipeline {
   async poll(file: string): Promise<ReadOutcome> {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
+    if (!this.opened.has(src)) {
+      this.opened.add(src);
+      await this.readEarlierRounds(src);
+    }
     try {
       const out = await src.poll(this.sink, this.opts.now());
       if (this.failing.recovered(file)) this.opts.log.info({ file }, 'file readable again');
@@ -162,6 +168,24 @@ export class Pipeline {
       }
       return 'idle';
     }
+  }
+
+  /**
+   * Training writes a run's rounds one after another, but their files can reach the reader out of
+   * order (a change event dropped in a burst, a queue that holds several files). Before the first
+   * read of a round's file, whatever is left in the files of the run's earlier rounds is read, so
+   * no detector judges a round before the rounds it follows (watch then finds what analyze finds).
+   */
+  private async readEarlierRounds(src: FileSource): Promise<void> {
+    const at = roundOrder(src.place);
+    if (at === null) return;
+    const earlier: string[] = [];
+    for (const [f, other] of this.sources) {
+      if (other.place.run !== src.place.run) continue;
+      const o = roundOrder(other.place);
+      if (o !== null && o < at) earlier.push(f);
+    }
+    for (const f of earlier) await this.drain(f);
   }
 
   /** Reads a file until it has nothing new. */

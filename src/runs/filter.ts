@@ -3,10 +3,9 @@
  * after filtering (100 bins of 0.01), and the share of boundary questions (accuracy in [0.4, 0.6]).
  */
 import type { FilterQuestion, FilterSummary } from '../parsers/types.js';
+import { BOUNDARY_HIGH, BOUNDARY_LOW, isBoundary } from '../parsers/types.js';
 
 export const BINS = 100;
-export const BOUNDARY_LOW = 0.4;
-export const BOUNDARY_HIGH = 0.6;
 
 /** Threshold candidates lie on this grid; values exactly on it are counted apart (see addQuestion). */
 export const GRID = 20;
@@ -23,10 +22,6 @@ export interface FilterJSON {
   keptUnknown: number;
   before: number | null;
   after: number | null;
-}
-
-export function isBoundary(acc: number): boolean {
-  return acc >= BOUNDARY_LOW && acc <= BOUNDARY_HIGH;
 }
 
 export class FilterStats {

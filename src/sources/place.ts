@@ -14,6 +14,15 @@ export interface FilePlace {
   round: number | null;
 }
 
+/**
+ * Where a file's round stands in the order training writes a run: selector round k, then
+ * generator round k, then selector round k+1. Null for files of no round (configs, a run-wide log).
+ */
+export function roundOrder(place: FilePlace): number | null {
+  if (place.round === null) return null;
+  return place.round * 2 + (place.role === 'generator' ? 1 : 0);
+}
+
 const ROLE_ROUND = /^(selector|generator)[_-]?round[_-]?(\d+)$/i;
 const ROUND_ROLE = /^round[_-]?(\d+)[_-]?(selector|generator)$/i;
 const ROUND = /^round[_-]?(\d+)$/i;
