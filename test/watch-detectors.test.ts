@@ -83,11 +83,13 @@ test('every scenario written live: the daemon raises exactly the findings analyz
       // Round-scoped findings match by round; a run-scoped one follows the latest round it concerns.
       const f = theirs.find((x) => x.detector === a.detector && x.round === a.round) ?? theirs.find((x) => x.detector === a.detector)!;
       assert.ok(f !== undefined, `${name} ${a.detector} round ${a.round} missing from analyze`);
-      // analyze reads whole files one after another, watch sees them interleaved: a run-wide
-      // condition can first show in another file (another role); round-scoped findings compare.
-      if (a.step !== null && f.step !== null && a.round === f.round && SCOPE.get(a.detector) === 'round') {
-        assert.ok(Math.abs(a.step - f.step) <= 16, `${name} ${a.detector}: live step ${a.step}, analyze step ${f.step}`);
-      }
+      // A round-scoped finding is found live in the round analyze finds it in. The step it first
+      // held at can differ: detectors are judged every few records, and watch reads a round's
+      // files interleaved as they grow (a train.log ahead of its reward_history.jsonl) where
+      // analyze reads one file after the other, so the two judge at different points of the
+      // round (the table below shows both).
+      if (SCOPE.get(a.detector) === 'round')
+        assert.equal(a.round, f.round, `${name} ${a.detector}: live round ${a.round}, analyze round ${f.round}`);
       rows.push(`| ${name} | ${a.detector} | ${a.round ?? '-'} | ${a.step ?? '-'} | ${f.step ?? '-'} |`);
     }
   }

@@ -3,32 +3,31 @@
  * parts do the work: the read path (pipeline/), the read queue, the state saver, the detector
  * engine, alerting and its channels, the HTTP endpoints and the nightly summary.
  */
-import { promises as fsp } from 'node:fs';
-import path from 'node:path';
 import type { FSWatcher } from 'chokidar';
-import cron, { type ScheduledTask } from 'node-cron';
+import type { ScheduledTask } from 'node-cron';
 import { Alerting } from '../alerting/service.js';
-import { isLoopback, type Config } from '../config/load.js';
+import type { Config } from '../config/load.js';
 import { DetectorEngine, type Transition } from '../detectors/engine.js';
 import type { Finding } from '../detectors/types.js';
-import { HealthServer, type HealthSnapshot } from '../http/server.js';
+import { type HealthServer, type HealthSnapshot } from '../http/server.js';
 import { AlertLog } from '../notifiers/console.js';
 import { buildNotifiers } from '../notifiers/index.js';
 import type { Notifier } from '../notifiers/types.js';
 import { classifyFile } from '../parsers/index.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { findingSparkline } from '../report/text.js';
-import { discover } from '../sources/discover.js';
 import { placeFile } from '../sources/place.js';
 import { startWatcher, type WatchEvent, type WatchRoot } from '../sources/watcher.js';
 import { stateLayout, type StateLayout } from '../state/layout.js';
-import { sendSummary, summaryOf } from '../summary/send.js';
 import { FailureReport } from '../util/failures.js';
 import type { Logger } from '../util/log.js';
-import { healthSnapshot, statusLine } from './health.js';
+import { catchUp, filesUnder } from './catch-up.js';
+import { healthSnapshot, serveHealth, statusLine } from './health.js';
+import { scheduleNightly, sendNightly } from './nightly.js';
+import { TransitionRecord } from './transitions.js';
 import { ReadQueue } from './read-queue.js';
 import { planReload } from './reload.js';
-import { loadDaemonState, StateSaver } from './state.js';
+import { openState, StateSaver } from './state.js';
 
 /** Folders of a run that `barwatch watch` follows when started in the run with no config. */
 export const DEFAULT_RUN_FOLDERS = ['outputs', 'configs', 'logs', 'debug_logs'] as const;
@@ -60,8 +59,7 @@ export class Daemon {
   private readonly engine: DetectorEngine;
   private readonly queue: ReadQueue;
   private readonly saver: StateSaver;
-  private readonly alertLog: AlertLog;
-  private readonly alertLogFailure = new FailureReport();
+  private readonly record: TransitionRecord;
   private alerting: Alerting | null = null;
   private alertTicking: Promise<void> = Promise.resolve();
   /** Alert transitions so far (part of what makes a save necessary). */
@@ -69,13 +67,16 @@ export class Daemon {
   private summaryTask: ScheduledTask | null = null;
   private health: HealthServer | null = null;
   private notifierList: Notifier[] = [];
+  private roots: WatchRoot[] = [];
+  /** A walk of the roots under way (see lookForMissed). */
+  private looking: Promise<void> | null = null;
 
   constructor(private opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log;
     this.layout = stateLayout(opts.config.stateDir);
     this.engine = new DetectorEngine(opts.config.detectors);
-    this.alertLog = new AlertLog(this.layout.alerts, opts.alertStream ?? process.stdout, this.now);
+    this.record = new TransitionRecord(new AlertLog(this.layout.alerts, opts.alertStream ?? process.stdout, this.now), this.log);
     this.queue = new ReadQueue({
       read: (file) => this.pipeline!.poll(file),
       gone: async (file) => {
@@ -110,17 +111,13 @@ export class Daemon {
 
   async start(): Promise<void> {
     const { config } = this.opts;
-    await fsp.mkdir(config.stateDir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
-      this.log.warn({ stateDir: config.stateDir, code: err.code }, 'cannot create the state folder; state will not be saved');
-    });
-    const loaded = await loadDaemonState(this.layout.state, this.now());
-    for (const p of loaded.problems) this.log.warn({ stateDir: config.stateDir }, p);
-    if (loaded.state !== null) {
-      const s = loaded.state;
-      this.log.info({ files: Object.keys(s.files).length, runs: s.runs.length, savedAt: s.savedAt }, 'resuming from saved state');
-    }
+    const loaded = await openState(this.layout, this.now(), this.log);
+    const roots: WatchRoot[] = config.watch.roots.map((p, i) =>
+      this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
+    );
+    this.roots = roots;
     this.alerting = this.buildAlerting(config);
-    await this.alerting.init(loaded.state?.alerting);
+    await this.alerting.init(loaded?.alerting);
     if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
     this.pipeline = new Pipeline(
       {
@@ -132,13 +129,11 @@ export class Daemon {
         engine: this.engine,
         live: true,
         onTransitions: (t) => this.onTransitions(t),
+        findRunFiles: (run) => filesUnder(run, roots, this.layout.dir),
       },
-      loaded.state,
+      loaded,
     );
-    const roots: WatchRoot[] = config.watch.roots.map((p, i) =>
-      this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
-    );
-    await this.catchUp(roots);
+    await catchUp(this.pipeline, this.engine, roots, this.layout.dir, this.log, (t) => this.onTransitions(t));
     this.log.info(
       {
         roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)),
@@ -156,44 +151,11 @@ export class Daemon {
     this.every(config.watch.checkpointIntervalMs, () => (this.saver.due() ? this.saver.save() : undefined));
     this.every(config.watch.statusIntervalMs, () => this.status());
     this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
-    await this.serveHttp(config);
-    this.scheduleSummary(config);
+    this.health = await serveHealth(config, () => this.snapshot(), this.log);
+    this.summaryTask = scheduleNightly(config, () => this.sendSummary(), this.log);
     void this.alertTick();
     this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
     this.status();
-  }
-
-  /**
-   * Reads what is already there, then judges every run once with everything read: a backlog read
-   * in any order (a selector round before the generator round it follows) must not raise
-   * transient alerts. Files that appear meanwhile are picked up by the watcher.
-   */
-  private async catchUp(roots: WatchRoot[]): Promise<void> {
-    const p = this.pipeline!;
-    for (const r of roots) {
-      const exists = await fsp.stat(r.path).then(
-        () => true,
-        () => false,
-      );
-      if (!exists) this.log.warn({ root: r.path }, 'watched root does not exist yet; waiting for it');
-    }
-    p.holdDetectors = true;
-    for (const r of roots) {
-      const only = r.only;
-      const found = await discover([r.path], only === undefined ? undefined : (dir, name) => dir !== r.path || only.includes(name)).catch(
-        () => null,
-      );
-      for (const f of found?.files ?? []) {
-        if (f.file.startsWith(this.layout.dir + path.sep)) continue;
-        p.track(f.file, f.kind, placeFile(f.file, f.kind));
-        await p.drain(f.file);
-      }
-    }
-    p.holdDetectors = false;
-    for (const run of p.registry.all()) {
-      const t = this.engine.evaluate(run, p.detectContext());
-      if (t.length > 0) this.onTransitions(t);
-    }
   }
 
   private startWatcher(roots: WatchRoot[]): Promise<FSWatcher> {
@@ -206,35 +168,6 @@ export class Daemon {
         const e = err as NodeJS.ErrnoException;
         if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
       },
-    );
-  }
-
-  /** /healthz and /metrics; watching matters more than the endpoint, so a failure is logged and watching goes on. */
-  private async serveHttp(config: Config): Promise<void> {
-    if (config.http.listen === undefined) return;
-    const { host, port } = config.http.listen;
-    this.health = new HealthServer(() => this.snapshot());
-    try {
-      const at = await this.health.start(host, port);
-      const where = `serving /healthz and /metrics on ${at.host}:${at.port}`;
-      if (isLoopback(host)) this.log.info({ host: at.host, port: at.port }, where);
-      else this.log.warn({ host: at.host, port: at.port }, `${where}, beyond this machine (http.expose is true)`);
-    } catch (err) {
-      this.health = null;
-      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      this.log.error(
-        { host, port, code },
-        `cannot serve /healthz and /metrics on ${host}:${port} (${code}); watching continues without them`,
-      );
-    }
-  }
-
-  private scheduleSummary(config: Config): void {
-    if (!config.summary.channels.some((c) => config.notify[c] !== undefined)) return;
-    this.summaryTask = cron.schedule(config.summary.cron, () => void this.sendSummary(), { timezone: config.summary.timezone });
-    this.log.info(
-      { cron: config.summary.cron, timezone: config.summary.timezone, channels: config.summary.channels },
-      'nightly summary scheduled',
     );
   }
 
@@ -275,26 +208,31 @@ export class Daemon {
       const t = this.engine.evaluate(run, p.detectContext(), true);
       if (t.length > 0) this.onTransitions(t);
     }
+    this.looking ??= this.lookForMissed().finally(() => (this.looking = null));
+  }
+
+  /**
+   * Walks the roots for files the watcher did not report: chokidar can miss a file in a folder
+   * created just before it (a burst of new round folders), and without this such a file would
+   * never be read. Costs a directory walk per sweep.
+   */
+  private async lookForMissed(): Promise<void> {
+    const p = this.pipeline;
+    if (p === null) return;
+    for (const root of this.roots) {
+      for (const f of await filesUnder(root.path, this.roots, this.layout.dir)) {
+        if (p.has(f.file) || this.stopping) continue;
+        this.log.info({ file: f.file }, 'found a file the watcher did not report; following it');
+        p.track(f.file, f.kind, f.place);
+        this.queue.schedule(f.file);
+      }
+    }
   }
 
   private onTransitions(ts: Transition[]): void {
     this.transitions += ts.length;
-    for (const t of ts) {
-      const f = t.finding;
-      const level = t.kind === 'resolved' || f.severity === 'info' ? 'info' : 'warn';
-      const fields = { run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind };
-      this.log[level](fields, `${t.kind}: ${f.detector}: ${f.message}`);
-    }
+    this.record.record(ts);
     void this.alertTick();
-    const err = this.alertLog.record(ts);
-    if (err === null) {
-      this.alertLogFailure.recovered('append');
-      return;
-    }
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    if (this.alertLogFailure.failed('append', code)) {
-      this.log.error({ file: this.alertLog.file, code }, `cannot append to the alert log (${code}); alerts still go to the console`);
-    }
   }
 
   private buildAlerting(config: Config): Alerting {
@@ -358,20 +296,14 @@ export class Daemon {
       findings: this.engine.findings(),
       oldestQueuedAt: this.queue.oldestQueuedAt(),
       saveError: this.saver.error,
-      alertLogError: this.alertLogFailure.cause('append'),
+      alertLogError: this.record.error,
       now: this.now(),
     });
   }
 
   /** Builds the summary from the live state and sends it to summary.channels. */
   async sendSummary(): Promise<void> {
-    const p = this.pipeline;
-    if (p === null) return;
-    const s = summaryOf(this.opts.config, p.registry.all(), this.now());
-    for (const r of await sendSummary(this.opts.config, this.notifierList, s)) {
-      if (r.ok) this.log.info({ notifier: r.channel }, `summary sent to ${r.channel}`);
-      else this.log.warn({ notifier: r.channel }, `summary not sent to ${r.channel}: ${r.error}`);
-    }
+    if (this.pipeline !== null) await sendNightly(this.opts.config, this.pipeline.registry.all(), this.notifierList, this.now(), this.log);
   }
 
   status(): void {
@@ -387,6 +319,7 @@ export class Daemon {
     await this.summaryTask?.stop();
     await this.health?.stop();
     await this.watcher?.close();
+    await this.looking;
     await this.queue.stop();
     await this.alertTick();
     await this.saver.save(true);

@@ -5,11 +5,13 @@
  * long as the last one took, so saving costs at most about 2% of the time however many runs
  * the state holds (200 busy runs: a 28 MB state).
  */
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { AlertingJSON } from '../alerting/service.js';
 import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
 import { writeAtomic } from '../state/atomic.js';
 import { loadState, type LoadedState } from '../state/file.js';
+import type { StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
 import type { Logger } from '../util/log.js';
 
@@ -20,6 +22,18 @@ export interface DaemonState extends ReadState {
 
 export function loadDaemonState(file: string, now: number): Promise<LoadedState<DaemonState>> {
   return loadState<DaemonState>(file, hasReadSections, now);
+}
+
+/** Creates the state folder when needed and reads what the last run of the daemon saved (null: start afresh). */
+export async function openState(layout: StateLayout, now: number, log: Logger): Promise<DaemonState | null> {
+  await fsp.mkdir(layout.dir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+    log.warn({ stateDir: layout.dir, code: err.code }, 'cannot create the state folder; state will not be saved');
+  });
+  const loaded = await loadDaemonState(layout.state, now);
+  for (const p of loaded.problems) log.warn({ stateDir: layout.dir }, p);
+  const s = loaded.state;
+  if (s !== null) log.info({ files: Object.keys(s.files).length, runs: s.runs.length, savedAt: s.savedAt }, 'resuming from saved state');
+  return s;
 }
 
 const SAVE_SPACING = 50;

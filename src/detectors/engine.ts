@@ -22,12 +22,17 @@ export interface EngineJSON {
 const NO_TRANSITIONS: Transition[] = [];
 /** Runs shorter than this are evaluated at full cadence even in bulk (analyze equals watch on them). */
 const BULK_FROM = 1024;
-/** In bulk, a detector's stride is at least 1/BULK_RESOLUTION of the steps read so far. */
+/** In bulk, a detector's stride is at least 1/BULK_RESOLUTION of the records read so far. */
 const BULK_RESOLUTION = 32;
 
-function totalSteps(run: RunState): number {
+/**
+ * How far a run has been read: its metric records, all rounds and files together. Cadences count
+ * these, not distinct steps: a round's second file (a train.log read after its
+ * reward_history.jsonl, or before it) brings new values for steps already counted.
+ */
+function progress(run: RunState): number {
   let n = 0;
-  for (const r of run.rounds.values()) n += r.steps;
+  for (const r of run.rounds.values()) n += r.records;
   return n;
 }
 
@@ -35,12 +40,12 @@ export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
   /** Keys of active findings by `run|detector`, so judging one detector does not scan them all. */
   private readonly activeBy = new Map<string, Set<string>>();
-  /** run -> detector -> run step count at its last evaluation (no key built per record). */
+  /** run -> detector -> the run's progress at its last evaluation (no key built per record). */
   private readonly evaluated = new Map<string, Map<string, number>>();
   private enabled: Detector[];
-  /** Cadence of each enabled detector, in steps. */
+  /** Cadence of each enabled detector, in records read (see progress). */
   private every: number[];
-  /** Per run: the step count at which the next detector is due. */
+  /** Per run: the progress at which the next detector is due. */
   private readonly nextDue = new Map<string, number>();
   /** Runs with a finding of a time-based detector (stale-run) that holds: a record may resolve it. */
   private readonly timeHeld = new Map<string, number>();
@@ -91,29 +96,29 @@ export class DetectorEngine {
    * only re-judges one whose finding holds for the run, since a record is news the run is alive.
    */
   onRecord(run: RunState, ctx: DetectContext, bulk = false): Transition[] {
-    const steps = totalSteps(run);
+    const read = progress(run);
     const held = this.timeHeld.has(run.id);
     // Cheap exit for the common case: no detector is due yet.
     const due = this.nextDue.get(run.id);
-    if (due !== undefined && steps < due && !held) return NO_TRANSITIONS;
-    const stride = bulk && steps >= BULK_FROM ? Math.floor(steps / BULK_RESOLUTION) : 0;
+    if (due !== undefined && read < due && !held) return NO_TRANSITIONS;
+    const stride = bulk && read >= BULK_FROM ? Math.floor(read / BULK_RESOLUTION) : 0;
     let out: Transition[] | null = null;
     let next = Infinity;
     const byDetector = this.evaluatedOf(run.id);
     for (let i = 0; i < this.enabled.length; i++) {
       const d = this.enabled[i]!;
       if (d.timeBased === true) {
-        if (ctx.live && held && this.activeBy.has(`${run.id}|${d.id}`)) out = this.judgeAdd(out, run, d, ctx, byDetector, steps);
+        if (ctx.live && held && this.activeBy.has(`${run.id}|${d.id}`)) out = this.judgeAdd(out, run, d, ctx, byDetector, read);
         continue;
       }
       const last = byDetector.get(d.id);
       const cadence = Math.max(this.every[i]!, stride);
-      if (last === undefined ? steps === 0 : steps - last < cadence) {
+      if (last === undefined ? read === 0 : read - last < cadence) {
         next = Math.min(next, last === undefined ? 1 : last + cadence);
         continue;
       }
-      next = Math.min(next, steps + cadence);
-      out = this.judgeAdd(out, run, d, ctx, byDetector, steps);
+      next = Math.min(next, read + cadence);
+      out = this.judgeAdd(out, run, d, ctx, byDetector, read);
     }
     this.nextDue.set(run.id, next);
     return out ?? NO_TRANSITIONS;
@@ -143,7 +148,7 @@ export class DetectorEngine {
   /** Evaluates every enabled detector now (`timeOnly`: just the time-based ones). */
   evaluate(run: RunState, ctx: DetectContext, timeOnly = false): Transition[] {
     const out: Transition[] = [];
-    const steps = totalSteps(run);
+    const steps = progress(run);
     const byDetector = this.evaluatedOf(run.id);
     for (const d of this.enabled) {
       if (timeOnly && d.timeBased !== true) continue;

@@ -9,7 +9,7 @@
  */
 import type { RoundState } from '../runs/round.js';
 import { periodic } from './boundary-oscillation.js';
-import { recent, roundsOf, segmentMeans } from './queries.js';
+import { recent, roundsOf, segmentMeans, seriesSpan } from './queries.js';
 import { mannKendall, moments, noiseSd, normalCdf, theilSen, welch } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 import { round3 } from '../util/format.js';
@@ -48,8 +48,10 @@ export interface CurveMatch {
  * measured at the scale of a segment, so autocorrelated training noise is accounted for.
  */
 export function curveMatch(a: RoundState, b: RoundState, name: string, segments: number): CurveMatch | null {
-  if (a.firstStep === null || b.firstStep === null || a.lastStep === null || b.lastStep === null) return null;
-  const span = Math.min(a.lastStep - a.firstStep + 1, b.lastStep - b.firstStep + 1);
+  const spanA = seriesSpan(a, name);
+  const spanB = seriesSpan(b, name);
+  if (spanA === null || spanB === null) return null;
+  const span = Math.min(spanA.steps, spanB.steps);
   const ma = segmentMeans(a, name, span, segments);
   const mb = segmentMeans(b, name, span, segments);
   if (ma === null || mb === null) return null;

@@ -5,7 +5,7 @@
  */
 import type { RunState } from '../runs/run.js';
 import { accuracySources } from './accuracy.js';
-import { recent, roundsOf, segmentMeans, targetOf } from './queries.js';
+import { recent, roundsOf, segmentMeans, seriesSpan, targetOf } from './queries.js';
 import { mannKendall, moments, theilSen, welch } from '../stats/inference.js';
 import type { Detector, Params } from './types.js';
 import { round3 } from '../util/format.js';
@@ -69,9 +69,11 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
     for (let i = rounds.length - 1; i >= 1; i--) {
       const a = rounds[i - 1]!;
       const b = rounds[i]!;
-      if (b.steps < p.min_steps || a.steps < p.min_steps) continue;
-      const sa = segmentMeans(a, src.name, a.lastStep! - a.firstStep! + 1, 8);
-      const sb = segmentMeans(b, src.name, b.lastStep! - b.firstStep! + 1, 8);
+      const spanA = seriesSpan(a, src.name);
+      const spanB = seriesSpan(b, src.name);
+      if (spanA === null || spanB === null || spanA.steps < p.min_steps || spanB.steps < p.min_steps) continue;
+      const sa = segmentMeans(a, src.name, spanA.steps, 8);
+      const sb = segmentMeans(b, src.name, spanB.steps, 8);
       if (sa === null || sb === null) continue;
       const ma = moments(sa);
       const mb = moments(sb);
@@ -83,7 +85,7 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
           role: src.role,
           series: src.name,
           round: b.round,
-          step: b.lastStep,
+          step: spanB.last,
           evidence: {
             round_before: a.round,
             round_after: b.round,

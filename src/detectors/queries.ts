@@ -49,14 +49,26 @@ export function rewardSeries(round: RoundState): { name: string; stats: SeriesSt
   return null;
 }
 
-/** Mean values of a round's whole-series curve over `parts` equal spans of its steps from its first step. */
+/**
+ * The steps a series covers in a round so far, first to last (a round's other files may be ahead
+ * of it or behind: a train.log read before the reward_history.jsonl of the same steps), or null.
+ */
+export function seriesSpan(round: RoundState, name: string): { first: number; last: number; steps: number } | null {
+  const s = round.series.get(name);
+  const first = s?.curve.toJSON().buckets[0]?.firstStep;
+  if (s === undefined || first === undefined || s.lastStep === null) return null;
+  return { first, last: s.lastStep, steps: s.lastStep - first + 1 };
+}
+
+/** Mean values of a series' whole-round curve over `parts` equal spans of `span` steps from the series' first step. */
 export function segmentMeans(round: RoundState, name: string, span: number, parts: number): number[] | null {
   const s = round.series.get(name);
-  if (s === undefined || round.firstStep === null) return null;
+  const buckets = s?.curve.toJSON().buckets;
+  const first = buckets?.[0]?.firstStep;
+  if (buckets === undefined || first === undefined) return null;
   const sums = new Array<number>(parts).fill(0);
   const counts = new Array<number>(parts).fill(0);
-  const first = round.firstStep;
-  for (const b of s.curve.toJSON().buckets) {
+  for (const b of buckets) {
     const mid = (b.firstStep + b.lastStep) / 2 - first;
     if (mid < 0 || mid >= span) continue;
     const i = Math.min(parts - 1, Math.floor((mid / span) * parts));

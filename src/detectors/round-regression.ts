@@ -4,7 +4,7 @@
  * F-test on the first-difference noise variance for the spread. Healthy alternation does the
  * opposite: the mean rises and the variance falls from round to round.
  */
-import { recent, roundsOf, segmentMeans } from './queries.js';
+import { recent, roundsOf, segmentMeans, seriesSpan } from './queries.js';
 import { fUpper, moments, noiseSd, welch } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 import { round3 } from '../util/format.js';
@@ -31,8 +31,11 @@ export const roundRegression: Detector<P> = {
     for (let i = 1; i < rounds.length; i++) {
       const a = rounds[i - 1]!;
       const b = rounds[i]!;
-      const sa = segmentMeans(a, 'boundary', a.lastStep! - a.firstStep! + 1, p.segments);
-      const sb = segmentMeans(b, 'boundary', b.lastStep! - b.firstStep! + 1, p.segments);
+      const spanA = seriesSpan(a, 'boundary');
+      const spanB = seriesSpan(b, 'boundary');
+      if (spanA === null || spanB === null || spanA.steps < p.min_steps || spanB.steps < p.min_steps) continue;
+      const sa = segmentMeans(a, 'boundary', spanA.steps, p.segments);
+      const sb = segmentMeans(b, 'boundary', spanB.steps, p.segments);
       if (sa === null || sb === null) continue;
       const ma = moments(sa);
       const mb = moments(sb);
@@ -47,7 +50,7 @@ export const roundRegression: Detector<P> = {
       if (!(drop >= p.min_drop && t.pLower < p.alpha && ratio >= p.min_ratio && pF < p.alpha)) continue;
       out.push({
         round: b.round,
-        step: b.lastStep,
+        step: spanB.last,
         severity: p.severity,
         message: `Selector round ${b.round} is worse than round ${a.round}: the boundary reward fell from ${ma.mean.toFixed(3)} to ${mb.mean.toFixed(3)} and its noise grew ${ratio.toFixed(1)}x.`,
         evidence: {

@@ -38,7 +38,7 @@ export interface Detector<P extends Params = Params> {
   readonly description: string;
   /** Every parameter with its default; the config may override each (detectors.<id>.<param>). */
   readonly defaults: P;
-  /** Evaluate at most once every this many new steps of a run (heavy detectors ask for more). */
+  /** Evaluate at most once every this many new records of a run (heavy detectors ask for more). */
   every(p: P): number;
   /**
    * `round`: one finding per round (a swing in round 2 and one in round 3 are two findings).

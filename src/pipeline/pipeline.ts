@@ -30,6 +30,11 @@ export interface PipelineOptions {
   engine?: DetectorEngine;
   live?: boolean;
   onTransitions?: (t: Transition[]) => void;
+  /**
+   * The files of a run folder as they are on disk now (watch: a round's folder can reach the
+   * watcher after a later round's; see readEarlierRounds). Absent in analyze, which knows every file.
+   */
+  findRunFiles?: (run: string) => Promise<{ file: string; kind: FileKind; place: FilePlace }[]>;
 }
 
 /** The read path's sections of the state file: what was read of each file, and what it meant. */
@@ -172,13 +177,21 @@ export class Pipeline {
 
   /**
    * Training writes a run's rounds one after another, but their files can reach the reader out of
-   * order (a change event dropped in a burst, a queue that holds several files). Before the first
-   * read of a round's file, whatever is left in the files of the run's earlier rounds is read, so
-   * no detector judges a round before the rounds it follows (watch then finds what analyze finds).
+   * order (a change event dropped in a burst, a queue that holds several files, a new round's
+   * folder seen by the watcher after the next round's). Before the first read of a round's file,
+   * the run's earlier rounds are read to their end, files not yet followed included, so no
+   * detector judges a round before the rounds it follows (watch then finds what analyze finds).
    */
   private async readEarlierRounds(src: FileSource): Promise<void> {
     const at = roundOrder(src.place);
     if (at === null) return;
+    if (this.opts.findRunFiles !== undefined && !this.holdDetectors) {
+      const onDisk = await this.opts.findRunFiles(src.place.run).catch(() => []);
+      for (const f of onDisk) {
+        const o = roundOrder(f.place);
+        if (f.place.run === src.place.run && o !== null && o < at && !this.sources.has(f.file)) this.track(f.file, f.kind, f.place);
+      }
+    }
     const earlier: string[] = [];
     for (const [f, other] of this.sources) {
       if (other.place.run !== src.place.run) continue;

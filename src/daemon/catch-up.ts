@@ -1,0 +1,57 @@
+/**
+ * What a (re)started daemon does before it watches: reads what is already there with detectors
+ * held, then judges every run once with everything read. A backlog read in any order (a selector
+ * round before the generator round it follows) must not raise transient alerts. Files that
+ * appear meanwhile are picked up by the watcher.
+ */
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import type { DetectorEngine, Transition } from '../detectors/engine.js';
+import type { Pipeline } from '../pipeline/pipeline.js';
+import { discover, type FoundFile } from '../sources/discover.js';
+import { placeFile } from '../sources/place.js';
+import type { WatchRoot } from '../sources/watcher.js';
+import type { Logger } from '../util/log.js';
+
+/** The files barwatch follows under `dir`, with the filters of the root it lies in (a single run's folders only, never the state folder). */
+export async function filesUnder(dir: string, roots: readonly WatchRoot[], stateDir: string): Promise<FoundFile[]> {
+  const root = roots.find((r) => dir === r.path || dir.startsWith(r.path + path.sep));
+  const only = root?.only;
+  const found = await discover([dir], only === undefined ? undefined : (d, name) => d !== root!.path || only.includes(name)).catch(
+    () => null,
+  );
+  return (found?.files ?? [])
+    .filter((f) => !f.file.startsWith(stateDir + path.sep))
+    .map((f) => ({ file: f.file, kind: f.kind, place: placeFile(f.file, f.kind) }));
+}
+
+export async function catchUp(
+  p: Pipeline,
+  engine: DetectorEngine,
+  roots: readonly WatchRoot[],
+  stateDir: string,
+  log: Logger,
+  onTransitions: (t: Transition[]) => void,
+): Promise<void> {
+  for (const r of roots) {
+    const exists = await fsp.stat(r.path).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) log.warn({ root: r.path }, 'watched root does not exist yet; waiting for it');
+  }
+  p.holdDetectors = true;
+  const files: string[] = [];
+  for (const r of roots) {
+    for (const f of await filesUnder(r.path, roots, stateDir)) {
+      p.track(f.file, f.kind, f.place);
+      files.push(f.file);
+    }
+  }
+  for (const f of files) await p.drain(f);
+  p.holdDetectors = false;
+  for (const run of p.registry.all()) {
+    const t = engine.evaluate(run, p.detectContext());
+    if (t.length > 0) onTransitions(t);
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * Every alert transition (fired, escalated, resolved) goes to the daemon's log and to the console
+ * and `<state_dir>/alerts.jsonl` (notifiers/console.ts). A failing append is logged once until it
+ * changes; the console still gets the alert.
+ */
+import type { Transition } from '../detectors/engine.js';
+import type { AlertLog } from '../notifiers/console.js';
+import { FailureReport } from '../util/failures.js';
+import type { Logger } from '../util/log.js';
+
+export class TransitionRecord {
+  private readonly failure = new FailureReport();
+
+  constructor(
+    private readonly alertLog: AlertLog,
+    private readonly log: Logger,
+  ) {}
+
+  /** The error code of the last failed append to alerts.jsonl, or null. */
+  get error(): string | null {
+    return this.failure.cause('append');
+  }
+
+  record(ts: readonly Transition[]): void {
+    for (const t of ts) {
+      const f = t.finding;
+      const level = t.kind === 'resolved' || f.severity === 'info' ? 'info' : 'warn';
+      const fields = { run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind };
+      this.log[level](fields, `${t.kind}: ${f.detector}: ${f.message}`);
+    }
+    const err = this.alertLog.record(ts);
+    if (err === null) {
+      this.failure.recovered('append');
+      return;
+    }
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    if (this.failure.failed('append', code)) {
+      this.log.error({ file: this.alertLog.file, code }, `cannot append to the alert log (${code}); alerts still go to the console`);
+    }
+  }
+}
