@@ -13,8 +13,8 @@ test('/healthz says ok with the counts; /metrics has barwatch metrics in Prometh
   writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.5}\n{"step": 2, "boundary": NaN}\nbroken\n');
   const cfg = path.join(dir, 'c.yaml');
   writeFileSync(cfg, `state_dir: ${dir}/state\nhttp: {listen: "127.0.0.1:0"}\nlog: {format: json}\n`);
-  const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
-  const listening = await d.waitFor((l) => typeof l['port'] === 'number' && l.msg.startsWith('serving /healthz'));
+  const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg], { listen: null });
+  const listening = await d.waitFor((l) => typeof l['port'] === 'number' && l.msg.startsWith('web page at'));
   await d.waitFor((l) => l.msg.startsWith('firing: nonfinite-reward'));
   const base = `http://127.0.0.1:${listening['port'] as number}`;
   const h = await fetch(`${base}/healthz`);

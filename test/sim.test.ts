@@ -65,8 +65,9 @@ describe('barwatch simulate', () => {
 
 describe('barwatch demo', () => {
   test('--fast: the filter problem is found with its recommendation, and the run with the fix is healthy', async () => {
-    const r = await barwatchAsync(['demo', '--fast']);
+    const r = await barwatchAsync(['demo', '--fast', '--listen', '127.0.0.1:0']);
     assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /Watch it on the charts: open http:\/\/127\.0\.0\.1:\d+\//);
     assert.match(r.stdout, /FIRING \[critical\] boundary-share-low/);
     assert.match(r.stdout, /What to do: Set easy_threshold 0\.42 -> /);
     assert.match(r.stdout, /Run 2: the same training with barwatch's recommended filter thresholds/);

@@ -34,6 +34,16 @@ interface Entry {
   lastError: string | null;
 }
 
+/** The last thing that happened to a group's notification on one channel (for the page). */
+export interface DeliveryStatus {
+  group: string;
+  channel: string;
+  state: 'queued' | 'retrying' | 'sent' | 'failed';
+  at: string;
+  attempts: number;
+  error: string | null;
+}
+
 interface ChannelState {
   failures: number;
   nextAttempt: number;
@@ -62,6 +72,8 @@ export class Outbox {
   private pumping: Promise<void> | null = null;
   /** Writes to the state folder that fail, logged once until the cause changes. */
   private readonly diskFailure = new FailureReport();
+  /** The latest delivery status of each group on each channel, since start (`group\nchannel`). */
+  private readonly statuses = new Map<string, DeliveryStatus>();
   /** Deliveries and permanent failures, for tests and metrics. */
   readonly counters = { sent: new Map<string, number>(), failed: new Map<string, number>() };
 
@@ -126,6 +138,7 @@ export class Outbox {
     }
     const e: Entry = { notification: n, attempts: 0, nextAttempt: this.now(), lastError: null };
     this.entries.set(n.id, e);
+    this.note(e, 'queued');
     await this.disk('queue a notification on disk', () => this.write(path.join(this.dir, `${n.id}.json`), e));
     return true;
   }
@@ -211,6 +224,7 @@ export class Outbox {
       ch.nextAttempt = this.now() + wait;
       e.nextAttempt = ch.nextAttempt;
       e.lastError = r.error;
+      this.note(e, 'retrying');
       blocked.add(n.channel);
       if (ch.logged !== r.error) {
         log.warn(
@@ -223,8 +237,27 @@ export class Outbox {
     }
   }
 
+  /** Each group's latest delivery status per channel. */
+  deliveries(): DeliveryStatus[] {
+    return [...this.statuses.values()];
+  }
+
+  private note(e: Entry, state: DeliveryStatus['state']): void {
+    const n = e.notification;
+    const at = new Date(this.now()).toISOString();
+    this.statuses.set(`${n.group}\n${n.channel}`, {
+      group: n.group,
+      channel: n.channel,
+      state,
+      at,
+      attempts: e.attempts,
+      error: e.lastError,
+    });
+  }
+
   private async delivered(e: Entry): Promise<void> {
     const n = e.notification;
+    this.note(e, 'sent');
     const rec: DeliveryRecord = {
       time: new Date(this.now()).toISOString(),
       id: n.id,
@@ -244,6 +277,7 @@ export class Outbox {
   private async fail(e: Entry, error: string): Promise<void> {
     const n = e.notification;
     e.lastError = error;
+    this.note(e, 'failed');
     this.entries.delete(n.id);
     this.counters.failed.set(n.channel, (this.counters.failed.get(n.channel) ?? 0) + 1);
     await this.disk('move a refused notification to outbox/failed', () => this.write(path.join(this.failedDir, `${n.id}.json`), e));

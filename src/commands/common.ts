@@ -1,5 +1,5 @@
 /** What every command shares: the exit statuses of SPEC 5 and how a bad config or argument ends a command. */
-import { ConfigError, loadConfig, type Config } from '../config/load.js';
+import { ConfigError, listenAddress, loadConfig, type Config } from '../config/load.js';
 
 export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
 
@@ -20,4 +20,13 @@ export function configOrExit(file: string | undefined): Config {
     }
     throw err;
   }
+}
+
+/** Applies `--listen host:port|off` over the config's http.listen; a bad address ends the command. */
+export function applyListen(config: Config, listen: string | undefined): void {
+  if (listen === undefined) return;
+  const l = listenAddress(listen, config.http.expose);
+  if (typeof l === 'string') fail(`--listen ${listen}: ${l}`);
+  if (l === null) delete config.http.listen;
+  else config.http.listen = l;
 }

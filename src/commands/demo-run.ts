@@ -45,7 +45,7 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
     watch: { ...o.config.watch, roots: [dir] },
     stateDir: path.join(dir, '.barwatch'),
     alerting: { ...o.config.alerting, forMs: 0, groupWaitMs: 0 },
-    http: { expose: false },
+    http: { ...o.config.http },
     log: { level: 'error', format: 'auto' },
   };
   // Console alerts, indented under the progress line.
@@ -63,6 +63,7 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
   const scenario = SIM_SCENARIOS[SCENARIO];
   say('barwatch demo: a small BAR-RAG training (selector trained with GRPO, generator fine-tuned, alternating)');
   say(`is simulated in ${dir} and watched live by barwatch.${channels.length > 0 ? ` Alerts also go to: ${channels.join(', ')}.` : ''}`);
+  if (daemon.url !== null) say(`Watch it on the charts: open ${daemon.url}`);
   say();
   say(`Run 1: ${scenario.change}.`);
   const first = await watchRun(o, daemon, path.join(dir, 'run-1'), {}, say, tty);
@@ -82,6 +83,10 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
       ? 'With the recommended thresholds the run is healthy: no finding. That is what barwatch does for a real run, for days, unattended.'
       : `Run 2 still has ${second.length} finding(s).`,
   );
+  if (daemon.url !== null && tty && !o.fast) {
+    say(`The page stays at ${daemon.url}; press Ctrl-C to end the demo.`);
+    await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+  }
   await daemon.stop();
   if (!o.keep) rmSync(dir, { recursive: true, force: true });
   else say(`The runs are kept in ${dir} (try: barwatch analyze ${path.join(dir, 'run-1')}).`);

@@ -1,7 +1,7 @@
 /** `barwatch demo`: the quick start (commands/demo-run.ts does the work). */
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { configOrExit, EXIT } from './common.js';
+import { applyListen, configOrExit, EXIT } from './common.js';
 
 export function registerDemo(program: Command): void {
   program
@@ -11,8 +11,10 @@ export function registerDemo(program: Command): void {
     .option('--fast', 'as fast as the machine goes (a few seconds)')
     .option('--seed <n>', 'random seed', '1')
     .option('--keep', 'keep the simulated runs')
-    .action(async (opts: { config?: string; fast?: boolean; seed: string; keep?: boolean }) => {
+    .option('--listen <host:port|off>', 'where the live page is served (default http.listen, 127.0.0.1:9464)')
+    .action(async (opts: { config?: string; fast?: boolean; seed: string; keep?: boolean; listen?: string }) => {
       const config = opts.config === undefined ? loadConfig(null) : configOrExit(opts.config);
+      applyListen(config, opts.listen);
       const { demo } = await import('./demo-run.js');
       const r = await demo({ config, fast: opts.fast === true, seed: Number(opts.seed), out: process.stdout, keep: opts.keep === true });
       process.exitCode = r.first.length > 0 && r.second.length === 0 ? EXIT.ok : EXIT.findings;

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { ConfigError, formatProblem, loadConfig, type Config } from '../config/load.js';
 import { createLogger } from '../util/log.js';
-import { configOrExit, EXIT } from './common.js';
+import { applyListen, configOrExit, EXIT } from './common.js';
 
 export function registerWatch(program: Command): void {
   program
@@ -10,8 +10,10 @@ export function registerWatch(program: Command): void {
     .description('follow runs as training writes them (the daemon)')
     .argument('[paths...]', 'run folders or roots of many runs (default: the config, or this folder as one run)')
     .option('-c, --config <file>', 'configuration file (YAML)')
-    .action(async (paths: string[], opts: { config?: string }) => {
+    .option('--listen <host:port|off>', 'where the web page, /healthz and /metrics are served (overrides http.listen)')
+    .action(async (paths: string[], opts: { config?: string; listen?: string }) => {
       const config = configOrExit(opts.config);
+      applyListen(config, opts.listen);
       const singleRun = paths.length === 0 && opts.config === undefined;
       if (paths.length > 0) config.watch.roots = paths.map((p) => new URL(p, `file://${process.cwd()}/`).pathname);
       const log = createLogger(config.log);

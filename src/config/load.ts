@@ -53,7 +53,13 @@ export interface Config {
     timeoutMs: number;
   };
   summary: { cron: string; timezone: string; channels: ('email' | 'slack')[] };
-  http: { listen?: { host: string; port: number }; expose: boolean };
+  http: {
+    listen?: { host: string; port: number };
+    expose: boolean;
+    externalUrl?: string;
+    /** Needed for every change (silences) made through the page or API; required when exposed. */
+    token?: Secret;
+  };
   log: { level: string; format: 'auto' | 'json' | 'pretty' };
   /** Every detector's parameters: its defaults with the config's values over them. */
   detectors: Record<string, Params>;
@@ -175,7 +181,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     },
     notify,
     summary: raw.summary,
-    http: listen === undefined ? { expose: raw.http.expose } : { listen, expose: raw.http.expose },
+    http: resolveHttp(r, listen),
     log: raw.log,
     detectors,
     raw,
@@ -276,24 +282,43 @@ function checkSummary(r: Resolving): void {
   }
 }
 
+/**
+ * `host:port` (or `[v6]:port`, or `off`) as http.listen and `watch --listen` take it: the address,
+ * null for off, or the reason it cannot be used.
+ */
+export function listenAddress(text: string, expose: boolean): { host: string; port: number } | null | string {
+  if (text === 'off') return null;
+  const m = /^(?:\[([0-9a-fA-F:]+)\]|([\w.-]+)):(\d{1,5})$/.exec(text);
+  if (m === null) return 'must be host:port, e.g. 127.0.0.1:9464, or off';
+  const host = (m[1] ?? m[2])!;
+  const port = Number(m[3]);
+  if (port > 65535) return 'port must be between 0 (any free port) and 65535';
+  if (!isLoopback(host) && !expose) {
+    return `${host} is not a loopback address; set http.expose: true to serve the page, /healthz and /metrics beyond this machine`;
+  }
+  return { host, port };
+}
+
 /** http.listen as host and port; beyond loopback only with http.expose. */
 function resolveListen(r: Resolving): { host: string; port: number } | undefined {
-  let listen: { host: string; port: number } | undefined;
-  if (r.raw.http.listen !== undefined) {
-    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(r.raw.http.listen)!;
-    const port = Number(m[2]);
-    if (port > 65535) r.problems.push({ file: r.name, key: 'http.listen', message: 'port must be between 0 (any free port) and 65535' });
-    listen = { host: m[1]!, port };
-    if (!isLoopback(listen.host) && !r.raw.http.expose) {
-      r.problems.push({
-        file: r.name,
-        key: 'http.listen',
-        message: `${listen.host} is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine`,
-      });
-    }
+  const l = listenAddress(r.raw.http.listen, r.raw.http.expose);
+  if (typeof l === 'string') {
+    r.problems.push({ file: r.name, key: 'http.listen', message: l });
+    return undefined;
   }
+  return l ?? undefined;
+}
 
-  return listen;
+/** The HTTP section: where it listens, and the token changes need (from auth_token_file or BARWATCH_HTTP_TOKEN). */
+function resolveHttp(r: Resolving, listen: { host: string; port: number } | undefined): Config['http'] {
+  const h = r.raw.http;
+  const out: Config['http'] = { expose: h.expose };
+  if (listen !== undefined) out.listen = listen;
+  if (h.external_url !== undefined) out.externalUrl = h.external_url.replace(/\/+$/, '');
+  const token = secret(r, 'http', 'auth_token', undefined, h.auth_token_file, 'BARWATCH_HTTP_TOKEN', false);
+  // Exposed without a token, the page is read-only (changes are refused with a message saying why).
+  if (token !== undefined) out.token = token;
+  return out;
 }
 
 /** localhost, 127.0.0.0/8 and ::1: addresses no other machine can reach. */

@@ -89,12 +89,17 @@ const summary = z.strictObject({
 });
 
 const http = z.strictObject({
+  /** The web page, its API, /healthz and /metrics; `off` for none. */
   listen: z
     .string()
-    .regex(/^(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5}$/, { message: 'must be host:port, e.g. 127.0.0.1:9464' })
-    .optional(),
+    .regex(/^(off|(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5})$/, { message: 'must be host:port, e.g. 127.0.0.1:9464, or off' })
+    .default('127.0.0.1:9464'),
   /** Must be true to listen on an address other than loopback (/metrics names runs and files). */
   expose: z.boolean().default(false),
+  /** The address people reach the page at, when it is not the listen address (a proxy): links and the Host check use it. */
+  external_url: z.url().optional(),
+  /** A file holding the token that changes (silences) need when exposed (BARWATCH_HTTP_TOKEN also works); exposed without one, the page is read-only. */
+  auth_token_file: z.string().min(1).optional(),
 });
 
 const log = z.strictObject({

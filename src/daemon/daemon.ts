@@ -9,7 +9,10 @@ import { Alerting } from '../alerting/service.js';
 import type { Config } from '../config/load.js';
 import { DetectorEngine, type Transition } from '../detectors/engine.js';
 import type { Finding } from '../detectors/types.js';
-import { type HealthServer, type HealthSnapshot } from '../http/server.js';
+import { EventHub } from '../http/events.js';
+import type { HealthSnapshot } from '../http/metrics.js';
+import type { WebSource } from '../http/source.js';
+import { SilenceStore } from '../alerting/silences.js';
 import { AlertLog } from '../notifiers/console.js';
 import { buildNotifiers } from '../notifiers/index.js';
 import type { Notifier } from '../notifiers/types.js';
@@ -22,7 +25,8 @@ import { stateLayout, type StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
 import type { Logger } from '../util/log.js';
 import { catchUp, filesUnder } from './catch-up.js';
-import { healthSnapshot, serveHealth, statusLine } from './health.js';
+import { healthSnapshot, statusLine } from './health.js';
+import { serveWeb, type Serving } from './web.js';
 import { scheduleNightly, sendNightly } from './nightly.js';
 import { TransitionRecord } from './transitions.js';
 import { ReadQueue } from './read-queue.js';
@@ -65,7 +69,11 @@ export class Daemon {
   /** Alert transitions so far (part of what makes a save necessary). */
   private transitions = 0;
   private summaryTask: ScheduledTask | null = null;
-  private health: HealthServer | null = null;
+  private web: Serving | null = null;
+  /** What changed, for open web pages. */
+  readonly events = new EventHub();
+  /** A fingerprint of the alerts' states after the last tick: a change is news for open pages. */
+  private alertsMark = '';
   private notifierList: Notifier[] = [];
   private roots: WatchRoot[] = [];
   /** A walk of the roots under way (see lookForMissed). */
@@ -130,6 +138,7 @@ export class Daemon {
         live: true,
         onTransitions: (t) => this.onTransitions(t),
         findRunFiles: (run) => filesUnder(run, roots, this.layout.dir),
+        onRead: (run) => this.events.run(run),
       },
       loaded,
     );
@@ -151,7 +160,7 @@ export class Daemon {
     this.every(config.watch.checkpointIntervalMs, () => (this.saver.due() ? this.saver.save() : undefined));
     this.every(config.watch.statusIntervalMs, () => this.status());
     this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
-    this.health = await serveHealth(config, () => this.snapshot(), this.log);
+    this.web = await serveWeb(config, this.webSource(), this.events, () => this.snapshot(), this.log);
     this.summaryTask = scheduleNightly(config, () => this.sendSummary(), this.log);
     void this.alertTick();
     this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
@@ -232,7 +241,29 @@ export class Daemon {
   private onTransitions(ts: Transition[]): void {
     this.transitions += ts.length;
     this.record.record(ts);
+    this.events.alerts();
     void this.alertTick();
+  }
+
+  /** The page's address, once it is served (null when http.listen is off or the port was taken). */
+  get url(): string | null {
+    return this.web?.url ?? null;
+  }
+
+  private webSource(): WebSource {
+    const fallback = new SilenceStore(this.layout.silences);
+    return {
+      now: this.now,
+      runs: () => this.pipeline?.registry.all() ?? [],
+      run: (id) => this.pipeline?.registry.get(id),
+      findings: () => this.engine.findings(),
+      alerting: () => this.alerting,
+      silences: () => this.alerting?.silences ?? fallback,
+      silencesChanged: () => {
+        this.events.silences();
+        void this.alertTick();
+      },
+    };
   }
 
   private buildAlerting(config: Config): Alerting {
@@ -262,6 +293,14 @@ export class Daemon {
     if (a === null) return Promise.resolve();
     this.alertTicking = this.alertTicking
       .then(() => a.tick(this.engine.findings()))
+      .then(() => {
+        let mark = '';
+        for (const x of a.book.alerts.values()) mark += `${x.key}=${x.state};`;
+        if (mark !== this.alertsMark) {
+          this.alertsMark = mark;
+          this.events.alerts();
+        }
+      })
       .catch((err: unknown) => {
         this.log.error({ err: (err as Error).message }, 'alerting tick failed');
       });
@@ -317,7 +356,8 @@ export class Daemon {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
     await this.summaryTask?.stop();
-    await this.health?.stop();
+    this.events.close();
+    await this.web?.server.stop();
     await this.watcher?.close();
     await this.looking;
     await this.queue.stop();

@@ -1,9 +1,7 @@
 /** What the daemon reports about itself: the /healthz and /metrics snapshot and the status line. */
 import type { Alerting } from '../alerting/service.js';
 import type { Finding } from '../detectors/types.js';
-import { isLoopback, type Config } from '../config/load.js';
-import { HealthServer, type HealthSnapshot } from '../http/server.js';
-import type { Logger } from '../util/log.js';
+import type { HealthSnapshot } from '../http/metrics.js';
 import type { Pipeline, Totals } from '../pipeline/pipeline.js';
 
 export interface HealthParts {
@@ -55,22 +53,4 @@ export function statusLine(t: Totals, queued: number, alerting: Alerting | null)
     { ...t, queued, outbox: alerting?.outbox.depth ?? 0, sent },
     `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long`,
   ];
-}
-
-/** /healthz and /metrics; watching matters more than the endpoint, so a failure is logged and watching goes on. */
-export async function serveHealth(config: Config, snapshot: () => HealthSnapshot, log: Logger): Promise<HealthServer | null> {
-  if (config.http.listen === undefined) return null;
-  const { host, port } = config.http.listen;
-  const server = new HealthServer(snapshot);
-  try {
-    const at = await server.start(host, port);
-    const where = `serving /healthz and /metrics on ${at.host}:${at.port}`;
-    if (isLoopback(host)) log.info({ host: at.host, port: at.port }, where);
-    else log.warn({ host: at.host, port: at.port }, `${where}, beyond this machine (http.expose is true)`);
-    return server;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    log.error({ host, port, code }, `cannot serve /healthz and /metrics on ${host}:${port} (${code}); watching continues without them`);
-    return null;
-  }
 }

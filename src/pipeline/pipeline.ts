@@ -35,6 +35,8 @@ export interface PipelineOptions {
    * watcher after a later round's; see readEarlierRounds). Absent in analyze, which knows every file.
    */
   findRunFiles?: (run: string) => Promise<{ file: string; kind: FileKind; place: FilePlace }[]>;
+  /** A batch of records was applied to a run. */
+  onRead?: (run: string) => void;
 }
 
 /** The read path's sections of the state file: what was read of each file, and what it meant. */
@@ -152,6 +154,7 @@ export class Pipeline {
       if (d.series !== undefined)
         log.info({ run: run.id, role: ctx.role, round: ctx.round, series: d.series }, `discovered ${d.series.length} series`);
     }
+    this.opts.onRead?.(run.id);
   };
 
   /** Reads what is new in one file. Errors are logged once per file and kind, and survived. */

@@ -272,6 +272,8 @@ export interface CurveBucket {
   lastStep: number;
   n: number;
   mean: number;
+  /** Sum of squared deviations from the mean (Welford): the spread within the bucket. Absent in states saved before it was kept. */
+  m2?: number;
 }
 
 export interface CurveJSON {
@@ -296,11 +298,13 @@ export class Curve {
     let last = this.buckets[this.buckets.length - 1];
     if (last === undefined || last.n >= this.per) {
       if (this.buckets.length >= this.size) this.halve();
-      last = { firstStep: step, lastStep: step, n: 0, mean: 0 };
+      last = { firstStep: step, lastStep: step, n: 0, mean: 0, m2: 0 };
       this.buckets.push(last);
     }
     last.n++;
-    last.mean += (value - last.mean) / last.n;
+    const d = value - last.mean;
+    last.mean += d / last.n;
+    last.m2 = (last.m2 ?? 0) + d * (value - last.mean);
     last.lastStep = step;
   }
 
@@ -314,10 +318,37 @@ export class Curve {
         continue;
       }
       const n = a.n + b.n;
-      merged.push({ firstStep: a.firstStep, lastStep: b.lastStep, n, mean: a.mean + ((b.mean - a.mean) * b.n) / n });
+      const d = b.mean - a.mean;
+      const m2 = (a.m2 ?? 0) + (b.m2 ?? 0) + (d * d * a.n * b.n) / n;
+      merged.push({ firstStep: a.firstStep, lastStep: b.lastStep, n, mean: a.mean + (d * b.n) / n, m2 });
     }
     this.buckets = merged;
     this.per *= 2;
+  }
+
+  /**
+   * Mean and standard deviation of the values in each run of `width` buckets ending at each
+   * bucket (a rolling window over about width x per steps), combining the buckets exactly.
+   */
+  rolling(width: number): { mean: number[]; sd: number[] } {
+    const mean: number[] = [];
+    const sd: number[] = [];
+    for (let i = 0; i < this.buckets.length; i++) {
+      let n = 0;
+      let m = 0;
+      let m2 = 0;
+      for (let j = Math.max(0, i - width + 1); j <= i; j++) {
+        const b = this.buckets[j]!;
+        const total = n + b.n;
+        const d = b.mean - m;
+        m += (d * b.n) / total;
+        m2 += (b.m2 ?? 0) + (d * d * n * b.n) / total;
+        n = total;
+      }
+      mean.push(m);
+      sd.push(n > 1 ? Math.sqrt(m2 / (n - 1)) : 0);
+    }
+    return { mean, sd };
   }
 
   /** Bucket means, oldest first. */

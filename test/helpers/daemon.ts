@@ -16,9 +16,14 @@ export class DaemonProcess {
   private stderrRest = '';
   readonly exited: Promise<number | null>;
 
-  /** `user` runs it as another user (the tests running as root use `nobody` so permissions apply). */
-  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; user?: User } = {}) {
-    this.child = spawn(process.execPath, [binFor(opts.user), 'watch', ...args], {
+  /**
+   * `user` runs it as another user (the tests running as root use `nobody` so permissions apply).
+   * `listen` is passed as --listen: off by default, so daemons of tests running side by side do
+   * not compete for the page's port; null leaves http.listen to the config.
+   */
+  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; user?: User; listen?: string | null } = {}) {
+    const listen = opts.listen === undefined ? ['--listen', 'off'] : opts.listen === null ? [] : ['--listen', opts.listen];
+    this.child = spawn(process.execPath, [binFor(opts.user), 'watch', ...args, ...listen], {
       cwd: opts.cwd,
       ...(opts.user !== undefined ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
       env: { ...process.env, ...opts.env },

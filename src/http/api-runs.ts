@@ -1,0 +1,186 @@
+/**
+ * GET /api/v1/runs and GET /api/v1/runs/<id>: every run with its state, and one run's rounds with
+ * the curves barwatch keeps (at most curve_buckets points a series, however long the round), its
+ * filter histograms, config values and findings.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { targetOf } from '../detectors/queries.js';
+import { SEVERITY_RANK, type Finding, type Severity } from '../detectors/types.js';
+import type { RoundState } from '../runs/round.js';
+import type { RunState } from '../runs/run.js';
+import { signalShares } from '../runs/signal.js';
+import { RequestError, sendJson, type Route } from './server.js';
+import type { WebSource } from './source.js';
+
+/** Buckets in the rolling window of the band drawn around a curve. */
+const BAND_BUCKETS = 8;
+/** Points in a sparkline. */
+const SPARK = 48;
+
+export type RunHealth = 'healthy' | 'pending' | 'firing';
+
+export interface RunSummaryJSON {
+  id: string;
+  format: string | null;
+  role: string | null;
+  round: number | null;
+  step: number | null;
+  last_write: string | null;
+  seconds_since_write: number | null;
+  state: RunHealth;
+  severity: Severity | null;
+  findings: number;
+  finished: boolean;
+  spark: number[];
+}
+
+function latestRound(run: RunState): RoundState | null {
+  let best: RoundState | null = null;
+  for (const r of run.rounds.values()) if (r.lastSeen !== null && (best === null || r.lastSeen > best.lastSeen!)) best = r;
+  return best;
+}
+
+function health(run: RunState, src: WebSource): { state: RunHealth; severity: Severity | null; count: number } {
+  const alerts = src.alerting()?.book.alerts;
+  let state: RunHealth = 'healthy';
+  let severity: Severity | null = null;
+  let count = 0;
+  const consider = (s: RunHealth, sev: Severity): void => {
+    count++;
+    if (s === 'firing' || state !== 'firing') state = s;
+    if (severity === null || SEVERITY_RANK[sev] > SEVERITY_RANK[severity]) severity = sev;
+  };
+  if (alerts !== undefined) {
+    for (const a of alerts.values()) if (a.finding.run === run.id && a.state !== 'resolved') consider(a.state, a.finding.severity);
+  } else {
+    for (const f of src.findings()) if (f.run === run.id) consider('firing', f.severity);
+  }
+  return { state, severity, count };
+}
+
+function downsample(xs: number[], n: number): number[] {
+  if (xs.length <= n) return xs;
+  return Array.from({ length: n }, (_, i) => xs[Math.floor((i * xs.length) / n)]!);
+}
+
+export function runSummary(run: RunState, src: WebSource): RunSummaryJSON {
+  const latest = latestRound(run);
+  const now = src.now();
+  const h = health(run, src);
+  const selectors = run.orderedRounds().filter((r) => r.role === 'selector' && r.series.has('boundary'));
+  const spark = selectors.length > 0 ? downsample(selectors[selectors.length - 1]!.series.get('boundary')!.curve.means(), SPARK) : [];
+  return {
+    id: run.id,
+    format: run.format,
+    role: latest?.role ?? null,
+    round: latest?.round ?? null,
+    step: latest?.lastStep ?? null,
+    last_write: latest?.lastSeen != null ? new Date(latest.lastSeen).toISOString() : null,
+    seconds_since_write: latest?.lastSeen != null ? Math.max(0, Math.round((now - latest.lastSeen) / 1000)) : null,
+    state: h.state,
+    severity: h.severity,
+    findings: h.count,
+    finished: run.finished,
+    spark: spark.map((x) => +x.toFixed(4)),
+  };
+}
+
+const STATE_RANK: Record<RunHealth, number> = { firing: 2, pending: 1, healthy: 0 };
+
+/** Most severe first, then by name. */
+export function runList(src: WebSource): RunSummaryJSON[] {
+  return src
+    .runs()
+    .map((r) => runSummary(r, src))
+    .sort(
+      (a, b) =>
+        STATE_RANK[b.state] - STATE_RANK[a.state] ||
+        (b.severity === null ? -1 : SEVERITY_RANK[b.severity]) - (a.severity === null ? -1 : SEVERITY_RANK[a.severity]) ||
+        (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
+}
+
+interface CurveJSONOut {
+  step: number[];
+  mean: number[];
+  roll_mean: number[];
+  roll_sd: number[];
+  points_per_bucket: number;
+}
+
+function curveOf(round: RoundState, name: string): CurveJSONOut | null {
+  const s = round.series.get(name);
+  if (s === undefined || s.curve.length === 0) return null;
+  const j = s.curve.toJSON();
+  const roll = s.curve.rolling(BAND_BUCKETS);
+  const r4 = (x: number): number => +x.toFixed(4);
+  return {
+    step: j.buckets.map((b) => Math.round((b.firstStep + b.lastStep) / 2)),
+    mean: j.buckets.map((b) => r4(b.mean)),
+    roll_mean: roll.mean.map(r4),
+    roll_sd: roll.sd.map(r4),
+    points_per_bucket: j.per,
+  };
+}
+
+function findingJSON(f: Finding): Omit<Finding, 'series'> & { series: Finding['series'] | null } {
+  return { ...f, series: f.series ?? null };
+}
+
+export function runDetail(run: RunState, src: WebSource): unknown {
+  const f = run.filter;
+  return {
+    ...runSummary(run, src),
+    target: targetOf(run),
+    settings: run.settings,
+    rollouts: run.rollouts,
+    rounds: run.orderedRounds().map((r) => {
+      const share = signalShares(r, run.settings.weights);
+      return {
+        role: r.role,
+        round: r.round,
+        steps: r.steps,
+        first_step: r.firstStep,
+        last_step: r.lastStep,
+        boundary: curveOf(r, 'boundary'),
+        accuracy: curveOf(r, 'accuracy'),
+        signal: share === null ? null : { share: share.share, weights: share.weights },
+      };
+    }),
+    filter: f.empty
+      ? null
+      : {
+          pre: f.pre,
+          post: f.post,
+          pre_n: f.preN,
+          post_n: f.postN,
+          pre_share: f.preShare,
+          post_share: f.postShare,
+          before: f.before,
+          after: f.after,
+        },
+    findings: src
+      .findings()
+      .filter((x) => x.run === run.id)
+      .map(findingJSON),
+  };
+}
+
+export function runRoutes(src: WebSource): Route[] {
+  return [
+    {
+      method: 'GET',
+      path: /^\/api\/v1\/runs$/,
+      handle: (_req: IncomingMessage, res: ServerResponse) => sendJson(res, 200, { runs: runList(src) }),
+    },
+    {
+      method: 'GET',
+      path: /^\/api\/v1\/runs\/(.+)$/,
+      handle: (_req, res, [id]) => {
+        const run = src.run(id!);
+        if (run === undefined) throw new RequestError(404, `no run ${id}`);
+        sendJson(res, 200, runDetail(run, src));
+      },
+    },
+  ];
+}

@@ -1,0 +1,115 @@
+/**
+ * What /healthz and /metrics say. Metrics follow Prometheus naming
+ * (barwatch_..._total for counters, base units) and come from prom-client, whose default metrics
+ * add the event-loop lag (nodejs_eventloop_lag_seconds) and process figures.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+
+export interface HealthSnapshot {
+  runs: number;
+  files: number;
+  lines: number;
+  records: number;
+  malformedByFile: Map<string, number>;
+  /** Seconds the oldest queued read has waited (0 when idle). */
+  ingestLagSeconds: number;
+  outboxDepth: number;
+  activeAlerts: { detector: string; severity: string }[];
+  sent: Map<string, number>;
+  failed: Map<string, number>;
+  lastError: string | null;
+}
+
+/** The pipeline is stuck when a queued read has waited this long. */
+export const STUCK_AFTER_S = 60;
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly last = new Map<string, number>();
+
+  constructor(private readonly snapshot: () => HealthSnapshot) {
+    collectDefaultMetrics({ register: this.registry });
+    const last = this.last;
+    const counter = (
+      name: string,
+      help: string,
+      labels: string[],
+      read: (s: HealthSnapshot) => [Record<string, string>, number][],
+    ): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: labels,
+        registers: [this.registry],
+        collect() {
+          for (const [lab, v] of read(snapshot())) {
+            const key = `${name}|${JSON.stringify(lab)}`;
+            const d = v - (last.get(key) ?? 0);
+            if (d > 0) this.inc(lab, d);
+            last.set(key, v);
+          }
+        },
+      });
+    };
+    counter('barwatch_lines_read_total', 'Lines read from training logs.', [], (s) => [[{}, s.lines]]);
+    counter('barwatch_records_ingested_total', 'Records parsed and applied to run statistics.', [], (s) => [[{}, s.records]]);
+    counter('barwatch_parse_errors_total', 'Malformed lines skipped, per file.', ['file'], (s) =>
+      [...s.malformedByFile].map(([file, n]) => [{ file }, n]),
+    );
+    counter('barwatch_notifications_sent_total', 'Notifications a channel accepted.', ['channel'], (s) =>
+      [...s.sent].map(([channel, n]) => [{ channel }, n]),
+    );
+    counter('barwatch_notifications_failed_total', 'Notifications a channel refused for good.', ['channel'], (s) =>
+      [...s.failed].map(([channel, n]) => [{ channel }, n]),
+    );
+    new Gauge({
+      name: 'barwatch_ingest_lag_seconds',
+      help: 'How long the oldest queued read has waited.',
+      registers: [this.registry],
+      collect() {
+        this.set(snapshot().ingestLagSeconds);
+      },
+    });
+    new Gauge({
+      name: 'barwatch_outbox_depth',
+      help: 'Notifications waiting in the outbox.',
+      registers: [this.registry],
+      collect() {
+        this.set(snapshot().outboxDepth);
+      },
+    });
+    new Gauge({
+      name: 'barwatch_runs',
+      help: 'Runs followed.',
+      registers: [this.registry],
+      collect() {
+        this.set(snapshot().runs);
+      },
+    });
+    new Gauge({
+      name: 'barwatch_active_alerts',
+      help: 'Findings that hold now, by detector and severity.',
+      labelNames: ['detector', 'severity'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const a of snapshot().activeAlerts) this.inc({ detector: a.detector, severity: a.severity });
+      },
+    });
+  }
+
+  /** The body and status of /healthz. */
+  healthz(): { status: number; body: string } {
+    const s = this.snapshot();
+    const stuck = s.ingestLagSeconds > STUCK_AFTER_S;
+    const body = JSON.stringify({
+      status: stuck ? 'stuck' : 'ok',
+      runs: s.runs,
+      files: s.files,
+      ingest_lag_seconds: s.ingestLagSeconds,
+      outbox_depth: s.outboxDepth,
+      last_error: s.lastError,
+    });
+    return { status: stuck ? 503 : 200, body };
+  }
+}

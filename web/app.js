@@ -1,0 +1,84 @@
+// The page: one view at a time (#/ runs, #/run/<id>, #/alerts, #/silences), drawn from the JSON
+// API and redrawn when the event stream says that what it shows changed.
+import { api, el } from './dom.js';
+import { runsView } from './runs.js';
+import { runView } from './run.js';
+import { alertsView, silencesView } from './alerts.js';
+
+const main = document.getElementById('main');
+const live = document.getElementById('live');
+
+/** The current view: its name, what it shows, and how to draw it again. */
+let current = { name: 'runs', id: null, draw: async () => {} };
+let redrawing = null;
+let again = false;
+
+function route() {
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const [pathPart, query = ''] = hash.split('?');
+  const params = new URLSearchParams(query);
+  if (pathPart.startsWith('/run/')) {
+    const id = decodeURIComponent(pathPart.slice(5));
+    return { name: 'run', id, draw: (root) => runView(root, id) };
+  }
+  if (pathPart === '/alerts') return { name: 'alerts', id: null, draw: (root) => alertsView(root) };
+  if (pathPart === '/silences') return { name: 'silences', id: null, draw: (root) => silencesView(root, params) };
+  return { name: 'runs', id: null, draw: (root) => runsView(root) };
+}
+
+/** Draws the current view into a fresh container, keeping the focused control focused. */
+async function redraw() {
+  if (redrawing !== null) {
+    again = true;
+    return redrawing;
+  }
+  redrawing = (async () => {
+    const focusKey = document.activeElement?.getAttribute?.('data-key');
+    const next = el('div', { class: 'view' });
+    try {
+      await current.draw(next);
+    } catch (err) {
+      next.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Could not load this view: ${err.message}`));
+    }
+    main.replaceChildren(next);
+    if (focusKey) next.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
+  })().finally(() => {
+    redrawing = null;
+    if (again) {
+      again = false;
+      void redraw();
+    }
+  });
+  return redrawing;
+}
+
+function navigate() {
+  current = route();
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (a.getAttribute('data-nav') === (current.name === 'run' ? 'runs' : current.name)) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  void redraw().then(() => main.focus({ preventScroll: true }));
+}
+
+function connect() {
+  const es = new EventSource('/api/v1/events');
+  es.addEventListener('open', () => (live.textContent = 'live'));
+  es.addEventListener('error', () => (live.textContent = 'reconnecting…'));
+  es.addEventListener('runs', (e) => {
+    const { ids } = JSON.parse(e.data);
+    if (current.name === 'runs' || (current.name === 'run' && ids.includes(current.id))) void redraw();
+  });
+  es.addEventListener('alerts', () => {
+    if (current.name !== 'silences') void redraw();
+  });
+  es.addEventListener('silences', () => {
+    if (current.name === 'silences' || current.name === 'alerts') void redraw();
+  });
+}
+
+window.addEventListener('hashchange', navigate);
+navigate();
+connect();
+// Ask once that the API answers (a page served by a stopped daemon says so).
+api('/api/v1/runs').catch(() => (live.textContent = 'barwatch is not answering'));
