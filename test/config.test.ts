@@ -35,7 +35,7 @@ describe('invalid configs: one case per file, the exact message', () => {
       'detectors.yaml: detectors.boundary-osc: unknown key (did you mean boundary-oscillation?)',
     ],
     'several.yaml': [
-      'several.yaml: http.listen: must be host:port, e.g. 127.0.0.1:9464',
+      'several.yaml: http.listen: must be host:port, e.g. 127.0.0.1:9464, or off',
       'several.yaml: log.level: must be one of fatal, error, warn, info, debug, trace',
     ],
     'slack-bad-url.yaml': ['slack-bad-url.yaml: notify.slack.webhook_url: must be a URL'],
@@ -44,7 +44,7 @@ describe('invalid configs: one case per file, the exact message', () => {
       'alias-bomb.yaml: detectors: must be a mapping, not a list',
     ],
     'exposed.yaml': [
-      'exposed.yaml: http.listen: 0.0.0.0 is not a loopback address; set http.expose: true to serve /healthz and /metrics beyond this machine',
+      'exposed.yaml: http.listen: 0.0.0.0 is not a loopback address; set http.expose: true to serve the page, /healthz and /metrics beyond this machine',
     ],
   };
   for (const [file, want] of Object.entries(cases)) {
@@ -122,7 +122,8 @@ describe('valid configs', () => {
     const c = parseConfig('watch:\n  roots: [runs, /abs/runs]\nstate_dir: ../state\nhttp:\n', '/etc/barwatch/barwatch.yaml');
     assert.deepEqual(c.watch.roots, ['/etc/barwatch/runs', '/abs/runs']);
     assert.equal(c.stateDir, '/etc/state');
-    assert.deepEqual(c.http, { expose: false });
+    assert.deepEqual(c.http, { listen: { host: '127.0.0.1', port: 9464 }, expose: false });
+    assert.deepEqual(parseConfig('http: {listen: "off"}\n', '/etc/b.yaml').http, { expose: false });
   });
 
   test('http.listen: loopback by default, another address only with http.expose', () => {

@@ -55,7 +55,9 @@ export function chart(spec) {
     root.append(svg('text', { x: PAD.left - 4, y: sy(t) + 4, class: 'tick', 'text-anchor': 'end' }, t.toFixed(2)));
   }
   for (const t of ticks(x0, x1))
-    root.append(svg('text', { x: sx(t), y: H - 8, class: 'tick', 'text-anchor': 'middle' }, String(Math.round(t))));
+    root.append(
+      svg('text', { x: sx(t), y: H - 8, class: 'tick', 'text-anchor': 'middle' }, x1 - x0 <= 4 ? t.toFixed(2) : String(Math.round(t))),
+    );
   for (const s of spec.spans ?? []) {
     const r = svg('rect', {
       x: sx(s.from),

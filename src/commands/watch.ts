@@ -52,6 +52,8 @@ export function registerWatch(program: Command): void {
           return;
         }
         if (paths.length > 0) next.watch.roots = config.watch.roots;
+        // The command line's --listen stays over the file's http.listen, as at start.
+        applyListen(next, opts.listen);
         daemon.reload(next).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed'));
       });
       await daemon.start();

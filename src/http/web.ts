@@ -31,6 +31,8 @@ export function buildWebServer(opts: ServerOptions, src: WebSource, metrics: Met
     ...alertRoutes(src),
     ...silenceRoutes(src),
     events.route(),
+    // Browsers ask for an icon; there is none.
+    { method: 'GET', path: /^\/favicon\.ico$/, handle: (_req, res) => void res.writeHead(204).end() },
     { method: 'GET', path: /^\/api\/.*$/, handle: (req, res) => sendError(res, 404, `no API at ${req.url ?? ''}`) },
   );
 }

@@ -1,0 +1,192 @@
+/**
+ * The web page in a real browser (Debian's chromium, driven by playwright-core, which never
+ * downloads one) against a real daemon while `barwatch simulate` writes a run: the run appears
+ * and grows without a reload, findings are drawn and listed, a silence made on the page is the
+ * CLI's, names from folders stay text, changes need the token when exposed, and the keyboard
+ * reaches every action. Screenshots go to a temporary folder (printed as a diagnostic).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { barwatch } from './helpers/cli.js';
+import { DaemonProcess } from './helpers/daemon.js';
+import { BIN, tempDir } from './helpers/fs.js';
+
+const CHROMIUM = process.env['BARWATCH_CHROMIUM'] ?? '/usr/bin/chromium';
+const SKIP = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install chromium, or set BARWATCH_CHROMIUM)`;
+const XSS = '<img src=x onerror=alert(1)>';
+
+async function urlOf(d: DaemonProcess): Promise<string> {
+  const l = await d.waitFor((x) => typeof x['url'] === 'string' && x.msg.startsWith('web page at'));
+  return l['url'] as string;
+}
+
+/** Every element a keyboard user must reach in the view, and the ones Tab reached. */
+async function tabWalk(page: Page): Promise<{ actions: string[]; reached: Set<string> }> {
+  const actions = await page.$$eval(
+    'main a[href], main button, main input, main select',
+    (els: { setAttribute(k: string, v: string): void }[]) =>
+      els.map((e, i) => {
+        e.setAttribute('data-walk', String(i));
+        return String(i);
+      }),
+  );
+  await page.focus('body');
+  const reached = new Set<string>();
+  for (let i = 0; i < actions.length + 8; i++) {
+    await page.keyboard.press('Tab');
+    const w = await page.evaluate<string | null>('document.activeElement?.getAttribute("data-walk") ?? null');
+    if (w !== null) reached.add(w);
+  }
+  return { actions, reached };
+}
+
+test('web page in a browser', { skip: SKIP }, async (t) => {
+  const dialogs: string[] = [];
+  const root = tempDir();
+  const shots = path.join(root, 'screenshots');
+  mkdirSync(shots);
+  const runs = path.join(root, 'runs');
+  const odd = path.join(runs, XSS, 'outputs', 'selector_round1');
+  mkdirSync(odd, { recursive: true });
+  writeFileSync(path.join(odd, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.5}\n');
+  const cfg = path.join(root, 'barwatch.yaml');
+  writeFileSync(cfg, `state_dir: ${root}/state\nalerting: {group_wait: 0s}\nlog: {format: json}\n`);
+  const d = new DaemonProcess([runs, '--config', cfg], { listen: '127.0.0.1:0' });
+  const base = await urlOf(d);
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  after(() => browser.close());
+  const page: Page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  page.on('dialog', (dlg) => {
+    dialogs.push(dlg.message());
+    void dlg.dismiss();
+  });
+  await t.test('a run being written appears, grows without a reload, and its findings are drawn where they began', async (st) => {
+    const run = path.join(root, 'runs', 'bar-rag');
+    const writer = spawn(process.execPath, [BIN, 'simulate', run, '--scenario', 'aggressive-filter', '--seed', '2', '--speed', '120'], {
+      stdio: 'ignore',
+    });
+    after(() => writer.kill());
+    await page.goto(base);
+    const row = page.locator(`tr[data-run="${run}"]`);
+    await row.waitFor({ timeout: 20_000 });
+    await page.screenshot({ path: path.join(shots, 'runs.png') });
+    // The run's own page: the step shown moves on within 2 s, with no reload.
+    await row.locator('a').click();
+    await page.waitForSelector('figure svg');
+    const loads: string[] = [];
+    page.on('framenavigated', (f) => loads.push(f.url()));
+    const stepText = async (): Promise<number> =>
+      Number(/step (\d+)/.exec((await page.locator('main > .view > p').nth(2).textContent()) ?? '')?.[1]);
+    const first = await stepText();
+    const deadline = Date.now() + 2000;
+    let now = first;
+    while (now === first && Date.now() < deadline) {
+      await page.waitForTimeout(100);
+      now = await stepText();
+    }
+    assert.notEqual(now, first, `the step stayed at ${first} for 2 s`);
+    assert.deepEqual(loads, [], 'the page was not reloaded');
+    // The filter finding: listed with its recommendation and drawn on the filter chart.
+    const finding = page.locator('li[data-finding="boundary-share-low:-"]');
+    await finding.waitFor({ timeout: 60_000 });
+    assert.match((await finding.textContent()) ?? '', /What to do: Set easy_threshold/);
+    assert.equal(await page.locator('svg g.marker[data-finding="boundary-share-low:-"]').count(), 1);
+    // A round finding is drawn on its round's chart at the step it first held.
+    const roundFinding = page.locator('svg g.marker[data-finding^="generator-"]').first();
+    await roundFinding.waitFor({ timeout: 60_000 });
+    await page.screenshot({ path: path.join(shots, 'run.png'), fullPage: true });
+    st.diagnostic(`screenshots in ${shots}`);
+  });
+
+  await t.test('a silence made on the page is listed by barwatch silence list and silences the alert', async () => {
+    const run = path.join(root, 'runs', 'bar-rag');
+    await page.goto(`${base}#/silences?run=${encodeURIComponent(run)}&detector=boundary-share-low`);
+    await page.waitForSelector('#silence-run');
+    assert.equal(await page.inputValue('#silence-run'), run);
+    await page.fill('#silence-comment', 'filter being fixed');
+    await page.click('button[type="submit"]');
+    const row = page.locator('tr[data-silence]');
+    await row.waitFor({ timeout: 10_000 });
+    const id = (await row.getAttribute('data-silence'))!;
+    const list = barwatch(['silence', 'list', '--config', cfg]);
+    assert.match(list.stdout, new RegExp(`^${id}\\s+boundary-share-low\\s+${run.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'));
+    const alerts = (await (await fetch(`${base}api/v1/alerts`)).json()) as { active: { detector: string; silenced_by: string | null }[] };
+    assert.equal(alerts.active.find((a) => a.detector === 'boundary-share-low')?.silenced_by, id);
+    await page.screenshot({ path: path.join(shots, 'silences.png') });
+  });
+
+  await t.test('a run folder named like HTML shows as text', async () => {
+    await page.goto(base);
+    const link = page.locator('table.runs a', { hasText: XSS });
+    await link.waitFor();
+    assert.equal(await link.textContent(), path.join(root, 'runs', XSS));
+    assert.equal(await page.locator('main img').count(), 0);
+    assert.deepEqual(dialogs, []);
+  });
+
+  await t.test('the keyboard reaches every action of the runs, run and silences views', async () => {
+    const run = path.join(root, 'runs', 'bar-rag');
+    for (const hash of ['#/', `#/run/${encodeURIComponent(run)}`, '#/silences']) {
+      await page.goto(`${base}${hash}`);
+      await page.waitForSelector('main .view');
+      const { actions, reached } = await tabWalk(page);
+      assert.ok(actions.length > 0, hash);
+      assert.deepEqual(
+        actions.filter((a) => !reached.has(a)),
+        [],
+        `${hash}: not reached by Tab`,
+      );
+    }
+  });
+  assert.equal(await d.stop(), 0);
+});
+
+describe('web API changes', () => {
+  test('exposed: a change without the token is refused, with it accepted; another origin is refused', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'runs'));
+    writeFileSync(path.join(dir, 'token'), 'hunter2-web-token\n');
+    const c = path.join(dir, 'c.yaml');
+    writeFileSync(c, `state_dir: ${dir}/state\nhttp: {listen: "127.0.0.1:0", expose: true, auth_token_file: token}\nlog: {format: json}\n`);
+    const d = new DaemonProcess([path.join(dir, 'runs'), '--config', c], { listen: null });
+    const url = await urlOf(d);
+    const body = JSON.stringify({ run: '/runs/**', duration: '1h' });
+    const post = (headers: Record<string, string>): Promise<Response> =>
+      fetch(`${url}api/v1/silences`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    assert.equal((await post({})).status, 401);
+    assert.equal((await post({ authorization: 'Bearer wrong' })).status, 401);
+    assert.equal((await post({ authorization: 'Bearer hunter2-web-token', origin: 'http://evil.example' })).status, 403);
+    assert.equal((await post({ authorization: 'Bearer hunter2-web-token' })).status, 201);
+    const wrongHost = await fetch(`${url}api/v1/runs`, { headers: { host: 'evil.example' } });
+    assert.equal(wrongHost.status, 200, 'exposed: any Host is answered (the token guards changes)');
+    assert.equal((await fetch(`${url}api/v1/silences`, { method: 'PUT' })).status, 405);
+    const page = await fetch(url);
+    assert.match(page.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+    assert.equal(page.headers.get('access-control-allow-origin'), null);
+    assert.equal(await d.stop(), 0);
+    assert.ok(!d.logs.some((l) => JSON.stringify(l).includes('hunter2-web-token')), 'the token never reaches the log');
+  });
+
+  test('loopback: a request for another Host is refused (DNS rebinding)', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'runs'));
+    const d = new DaemonProcess([path.join(dir, 'runs')], { listen: '127.0.0.1:0', cwd: dir });
+    const url = await urlOf(d);
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const u = new URL(`${url}api/v1/runs`);
+      request({ host: u.hostname, port: u.port, path: u.pathname, headers: { host: 'attacker.example' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    assert.equal(status, 421);
+    assert.equal(await d.stop(), 0);
+  });
+});
