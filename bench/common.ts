@@ -79,7 +79,7 @@ export class Watcher {
       const lines = (this.rest + chunk).split('\n');
       this.rest = lines.pop()!;
       for (const l of lines) {
-        if (l.includes('serving /healthz')) this.port = (JSON.parse(l) as { port: number }).port;
+        if (l.includes('"msg":"web page at')) this.port = (JSON.parse(l) as { port: number }).port;
         if (!l.includes('"status:')) continue;
         const j = JSON.parse(l) as { records: number; lines: number; files: number };
         this.lastStatus = { records: j.records, lines: j.lines, files: j.files };
