@@ -24,22 +24,22 @@ async function urlOf(d: DaemonProcess): Promise<string> {
   return l['url'] as string;
 }
 
-/** Every element a keyboard user must reach in the view, and the ones Tab reached. */
+/**
+ * Every control a keyboard user must reach in the view, and the ones Tab reached, by their
+ * data-key (a live update redraws the view and gives focus back by data-key).
+ */
 async function tabWalk(page: Page): Promise<{ actions: string[]; reached: Set<string> }> {
-  const actions = await page.$$eval(
-    'main a[href], main button, main input, main select',
-    (els: { setAttribute(k: string, v: string): void }[]) =>
-      els.map((e, i) => {
-        e.setAttribute('data-walk', String(i));
-        return String(i);
-      }),
-  );
+  const keysIn = (): Promise<string[]> =>
+    page.$$eval('main a[href], main button, main input, main select', (els: { getAttribute(k: string): string | null }[]) =>
+      els.map((e) => e.getAttribute('data-key') ?? '(a control without data-key)'),
+    );
+  const actions = await keysIn();
   await page.focus('body');
   const reached = new Set<string>();
   for (let i = 0; i < actions.length + 8; i++) {
     await page.keyboard.press('Tab');
-    const w = await page.evaluate<string | null>('document.activeElement?.getAttribute("data-walk") ?? null');
-    if (w !== null) reached.add(w);
+    const k = await page.evaluate<string | null>('document.activeElement?.getAttribute("data-key") ?? null');
+    if (k !== null) reached.add(k);
   }
   return { actions, reached };
 }
@@ -128,9 +128,9 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
     assert.deepEqual(dialogs, []);
   });
 
-  await t.test('the keyboard reaches every action of the runs, run and silences views', async () => {
+  await t.test('the keyboard reaches every action of the runs, run, alerts and silences views', async () => {
     const run = path.join(root, 'runs', 'bar-rag');
-    for (const hash of ['#/', `#/run/${encodeURIComponent(run)}`, '#/silences']) {
+    for (const hash of ['#/', `#/run/${encodeURIComponent(run)}`, '#/alerts', '#/silences']) {
       await page.goto(`${base}${hash}`);
       await page.waitForSelector('main .view');
       const { actions, reached } = await tabWalk(page);
