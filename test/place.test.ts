@@ -12,6 +12,16 @@ test('role, round and run folder from the path (SPEC 3.1)', () => {
     ['/runs/e/debug_logs/selector_reward_debug_1.log', { run: '/runs/e', role: 'selector', round: null }],
     ['/runs/f/train.log', { run: '/runs/f', role: 'unknown', round: null }],
     ['/deep/x/y/run7/logs/train.log', { run: '/deep/x/y/run7', role: 'unknown', round: null }],
+    // The guide's flat layout: role and round in the file name.
+    ['/r/debug_artifacts/rewards/selector_round1_reward_history.jsonl', { run: '/r/debug_artifacts', role: 'selector', round: 1 }],
+    ['/r/debug_artifacts/logs/selector_round1_train.log', { run: '/r/debug_artifacts', role: 'selector', round: 1 }],
+    ['/r/debug_artifacts/logs/generator-round-2-train.log', { run: '/r/debug_artifacts', role: 'generator', round: 2 }],
+    ['/r/debug_artifacts/logs/train_selector_round3.log', { run: '/r/debug_artifacts', role: 'selector', round: 3 }],
+    ['/r/debug_artifacts/logs/round4_generator.log', { run: '/r/debug_artifacts', role: 'generator', round: 4 }],
+    ['/r/debug_artifacts/configs/filter_config.yaml', { run: '/r/debug_artifacts', role: 'unknown', round: null }],
+    // Folders win over the name; a name that only mentions a round elsewhere is not taken.
+    ['/r/outputs/selector_round2/generator_round9_notes.log', { run: '/r', role: 'selector', round: 2 }],
+    ['/r/logs/myselector_round1x.log', { run: '/r', role: 'unknown', round: null }],
   ];
   for (const [file, want] of cases) {
     const kind = file.endsWith('.yaml')

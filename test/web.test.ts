@@ -130,9 +130,16 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
 
   await t.test('the keyboard reaches every action of the runs, run, alerts and silences views', async () => {
     const run = path.join(root, 'runs', 'bar-rag');
-    for (const hash of ['#/', `#/run/${encodeURIComponent(run)}`, '#/alerts', '#/silences']) {
+    const views: [string, string][] = [
+      ['#/', 'runs'],
+      [`#/run/${encodeURIComponent(run)}`, 'run'],
+      ['#/alerts', 'alerts'],
+      ['#/silences', 'silences'],
+    ];
+    for (const [hash, view] of views) {
       await page.goto(`${base}${hash}`);
-      await page.waitForSelector('main .view');
+      // A hash change redraws in place: wait for this view, not the one before it.
+      await page.waitForSelector(`main .view[data-view="${view}"]`);
       const { actions, reached } = await tabWalk(page);
       assert.ok(actions.length > 0, hash);
       assert.deepEqual(

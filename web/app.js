@@ -34,7 +34,7 @@ async function redraw() {
   }
   redrawing = (async () => {
     const focusKey = document.activeElement?.getAttribute?.('data-key');
-    const next = el('div', { class: 'view' });
+    const next = el('div', { class: 'view', 'data-view': current.name });
     try {
       await current.draw(next);
     } catch (err) {

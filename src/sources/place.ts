@@ -2,7 +2,8 @@
  * Where a file belongs (SPEC 3.1): its run folder, and the role and round its path names.
  * `outputs/selector_round3/train.log`, `selector-round-3/`, `round3/selector/`, and BAR-RAG's
  * `debug_logs/selector_reward_debug_*.log` all say what they are. The run is the folder above
- * every container folder (outputs, configs, logs, debug_logs, role/round folders).
+ * every container folder (outputs, configs, logs, debug_logs, rewards, role/round folders). Where
+ * the folders do not name role and round, the file name may (`rewards/selector_round1_reward_history.jsonl`).
  */
 import path from 'node:path';
 import type { FileKind } from '../parsers/index.js';
@@ -27,7 +28,10 @@ const ROLE_ROUND = /^(selector|generator)[_-]?round[_-]?(\d+)$/i;
 const ROUND_ROLE = /^round[_-]?(\d+)[_-]?(selector|generator)$/i;
 const ROUND = /^round[_-]?(\d+)$/i;
 const ROLE = /^(selector|generator)$/i;
-const CONTAINERS = new Set(['outputs', 'output', 'configs', 'logs', 'debug_logs']);
+const CONTAINERS = new Set(['outputs', 'output', 'configs', 'logs', 'debug_logs', 'rewards']);
+/** Role and round in a file's own name: `selector_round1_reward_history`, `train_generator-round-2`, `round3_selector`. */
+const NAME_ROLE_ROUND = /(?:^|[_.-])(selector|generator)[_-]?round[_-]?(\d+)(?=$|[_.-])/i;
+const NAME_ROUND_ROLE = /(?:^|[_.-])round[_-]?(\d+)[_-]?(selector|generator)(?=$|[_.-])/i;
 
 function isContainer(name: string): boolean {
   return CONTAINERS.has(name.toLowerCase()) || ROLE_ROUND.test(name) || ROUND_ROLE.test(name) || ROUND.test(name) || ROLE.test(name);
@@ -66,6 +70,18 @@ export function placeFile(file: string, kind: FileKind, single = false): FilePla
     if (parent === dir) break;
     dir = parent;
     climbed = true;
+  }
+  // The guide's flat layout (debug_artifacts/{logs,rewards,configs}) names role and round in the file.
+  if (round === null) {
+    const base = path.basename(abs);
+    let m: RegExpExecArray | null;
+    if ((m = NAME_ROLE_ROUND.exec(base)) !== null) {
+      role = role === 'unknown' ? roleOf(m[1]!) : role;
+      round = Number(m[2]);
+    } else if ((m = NAME_ROUND_ROLE.exec(base)) !== null) {
+      role = role === 'unknown' ? roleOf(m[2]!) : role;
+      round = Number(m[1]);
+    }
   }
   if (role === 'unknown') {
     if (kind === 'selector-debug') role = 'selector';
