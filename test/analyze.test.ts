@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { analyzeJson, barwatch } from './helpers/cli.js';
+import { analyzeJson, barwatch, type AnalyzeDoc } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
 import { writeRun } from './helpers/run.js';
 import { normal, rng } from '../src/sim/random.js';
@@ -88,6 +88,45 @@ describe('barwatch analyze', () => {
     assert.equal(doc.runs[0]!.rounds[0]!.series['boundary']!.n, 2);
     const text = barwatch(['analyze', root]);
     assert.match(text.stdout, /2 malformed line\(s\) skipped/);
+  });
+
+  test("the guide's flat debug_artifacts layout is one run with every round, configs applied", () => {
+    const root = path.join(tempDir(), 'debug_artifacts');
+    const put = (rel: string, text: string): void => {
+      mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+      writeFileSync(path.join(root, rel), text);
+    };
+    const lines = (n: number, v: number): string =>
+      Array.from({ length: n }, (_, i) => JSON.stringify({ step: i + 1, boundary: v, accuracy: 0.45 }) + '\n').join('');
+    put('rewards/selector_round1_reward_history.jsonl', lines(20, 0.3));
+    put('rewards/selector_round2_reward_history.jsonl', lines(30, 0.5));
+    put('rewards/generator_round1_reward_history.jsonl', lines(10, 0.4));
+    put('logs/selector_round1_train.log', 'step=1 loss=0.9\nstep=2 loss=0.8\n');
+    put('configs/filter_config.yaml', 'easy_threshold: 0.7\nunsolvable_threshold: 0.1\n');
+    const { doc } = analyzeJson([root]);
+    assert.equal(doc.runs.length, 1);
+    const run = doc.runs[0]!;
+    assert.equal(run.run, root);
+    assert.deepEqual(
+      run.rounds.map((r) => `${r.role} ${r.round} ${r.steps}`),
+      ['selector 1 20', 'generator 1 10', 'selector 2 30'],
+    );
+    assert.equal(run.rounds[0]!.series['loss']!.n, 2, 'the round 1 train.log joins round 1');
+    assert.equal(run.settings['easyThreshold'], 0.7);
+  });
+
+  test('paths are taken as the shell gives them: spaces, #, %, non-ASCII, relative', () => {
+    const base = tempDir();
+    for (const name of ['my runs', 'a#b', '100%', 'données']) {
+      const sel = path.join(base, name, 'outputs', 'selector_round1');
+      mkdirSync(sel, { recursive: true });
+      writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.4}\n');
+      const { status, doc } = analyzeJson([path.join(base, name)]);
+      assert.equal(status, 0, name);
+      assert.equal(doc.runs[0]!.run, path.join(base, name));
+      const rel = barwatch(['analyze', name, '--format', 'json'], { cwd: base });
+      assert.equal((JSON.parse(rel.stdout) as AnalyzeDoc).runs[0]!.run, path.join(base, name), `${name} relative`);
+    }
   });
 
   test('a key map from the config renames a trainer key to a component', () => {

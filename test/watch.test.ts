@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { DaemonState } from '../src/daemon/state.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
+import { barwatch } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
 
 /** A writer process: appends `n` selector lines to `file`, `perSecond` a second, then exits. */
@@ -155,5 +156,23 @@ describe('barwatch watch: SIGHUP', () => {
       'firing:nonfinite-reward',
       'resolved:low-rollouts',
     ]);
+  });
+});
+
+describe('barwatch watch and simulate: paths as users type them', () => {
+  test('a root with a space, #, % and non-ASCII in its name is watched, relative or absolute; simulate writes there', async () => {
+    const base = tempDir();
+    const name = 'my runs #1 100% données';
+    const root = path.join(base, name);
+    mkdirSync(root);
+    const sim = barwatch(['simulate', path.join(name, 'sim run'), '--scenario', 'healthy', '--rounds', '1'], { cwd: base });
+    assert.equal(sim.status, 0, sim.stderr);
+    assert.ok(existsSync(path.join(root, 'sim run', 'outputs', 'selector_round1', 'reward_history.jsonl')));
+    const d = new DaemonProcess([name], { cwd: base });
+    const found = await d.waitFor((l) => l.msg === 'discovered run');
+    assert.equal(found['run'], path.join(root, 'sim run'));
+    const watching = await d.waitFor((l) => l.msg === 'watching');
+    assert.deepEqual(watching['roots'], [root]);
+    assert.equal(await d.stop(), 0);
   });
 });

@@ -1,4 +1,5 @@
 /** `barwatch watch`: the daemon in the foreground; SIGTERM and SIGINT stop it, SIGHUP re-reads its config. */
+import path from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, formatProblem, loadConfig, type Config } from '../config/load.js';
 import { createLogger } from '../util/log.js';
@@ -15,7 +16,8 @@ export function registerWatch(program: Command): void {
       const config = configOrExit(opts.config);
       applyListen(config, opts.listen);
       const singleRun = paths.length === 0 && opts.config === undefined;
-      if (paths.length > 0) config.watch.roots = paths.map((p) => new URL(p, `file://${process.cwd()}/`).pathname);
+      // Paths as the shell gives them: spaces, '#', '%' and non-ASCII are file names, not URL syntax.
+      if (paths.length > 0) config.watch.roots = paths.map((p) => path.resolve(p));
       const log = createLogger(config.log);
       const { Daemon } = await import('../daemon/daemon.js');
       const daemon = new Daemon({ config, log, singleRun });
