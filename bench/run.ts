@@ -3,7 +3,7 @@
  * bench/results/<name>.json (about 9.5 minutes on the slow 2-core machine of 2026-12-01). One benchmark: node dist/bench/<name>.js
  */
 const t0 = Date.now();
-for (const name of ['ingest', 'latency', 'idle', 'memory', 'heap', 'web']) {
+for (const name of ['ingest', 'latency', 'idle', 'memory', 'heap', 'web', 'tfevents']) {
   const t = Date.now();
   const m = (await import(`./${name}.js`)) as { main: () => Promise<void> };
   await m.main();

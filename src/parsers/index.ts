@@ -7,11 +7,12 @@ import { BarragSelectorDebugParser } from './barrag-selector-debug.js';
 import { RewardHistoryParser } from './reward-history.js';
 import { RunConfigParser } from './run-config.js';
 import { TextLogParser } from './train-log.js';
+import { TensorBoardParser } from './tfevents.js';
 import { TrainerStateParser } from './trainer-state.js';
 import type { Parser, ParserOptions } from './types.js';
 
 /** How a file is read: by lines (tailed) or as a whole document (re-read when it changes). */
-export type FileKind = 'jsonl' | 'text' | 'trainer-state' | 'selector-debug' | 'generator-debug' | 'run-config';
+export type FileKind = 'jsonl' | 'text' | 'trainer-state' | 'selector-debug' | 'generator-debug' | 'run-config' | 'tfevents';
 
 const TEXT_EXT = new Set(['.log', '.txt', '.out', '.err']);
 
@@ -22,6 +23,7 @@ const TEXT_EXT = new Set(['.log', '.txt', '.out', '.err']);
 export function classifyFile(file: string, head?: string): FileKind | null {
   const base = path.basename(file).toLowerCase();
   const dir = path.basename(path.dirname(file)).toLowerCase();
+  if (base.startsWith('events.out.tfevents.')) return 'tfevents';
   if (base.includes('trainer_state') && base.endsWith('.json')) return 'trainer-state';
   if (/^selector_reward_debug.*\.log$/.test(base)) return 'selector-debug';
   if (/^reward_debug.*\.log$/.test(base)) return 'generator-debug';
@@ -54,5 +56,7 @@ export function createParser(kind: FileKind, opts: ParserOptions): Parser {
       return new BarragGeneratorDebugParser(opts);
     case 'run-config':
       return new RunConfigParser();
+    case 'tfevents':
+      return new TensorBoardParser(opts);
   }
 }

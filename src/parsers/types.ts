@@ -16,7 +16,8 @@ export type FormatId =
   | 'trainer-state'
   | 'barrag-selector-debug'
   | 'barrag-generator-debug'
-  | 'run-config';
+  | 'run-config'
+  | 'tensorboard';
 
 /** One training step's numbers. `step` is null when the format has no step (the reader numbers it). */
 export interface MetricRecord {
@@ -110,7 +111,18 @@ export interface DocumentParser {
   restore?(state: unknown): void;
 }
 
-export type Parser = LineParser | DocumentParser;
+/** A parser for a file of binary records (TensorBoard event files), fed complete records in order. */
+export interface RecordParser {
+  readonly kind: 'records';
+  format(): FormatId;
+  records(data: readonly Uint8Array[]): ParsedRecord[];
+  /** Records that did not decode, and values skipped (not scalars), since start. */
+  counts(): { undecodable: number; skipped: number };
+  snapshot?(): unknown;
+  restore?(state: unknown): void;
+}
+
+export type Parser = LineParser | DocumentParser | RecordParser;
 
 export interface ParserOptions {
   /** User key mapping: raw key -> series name (applied before the built-in aliases). */

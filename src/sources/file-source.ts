@@ -7,6 +7,7 @@ import { createParser, type FileKind } from '../parsers/index.js';
 import type { FormatId, ParsedRecord, Parser, ParserOptions } from '../parsers/types.js';
 import { isMalformed } from '../parsers/types.js';
 import type { FilePlace } from './place.js';
+import { RecordTailer, type RecordCheckpoint } from './record-tailer.js';
 import { FileTailer, type ReadOutcome, type TailCheckpoint, type TailNotices, type TailOptions } from './tailer.js';
 
 export interface FileCounters {
@@ -30,6 +31,8 @@ export interface FileCheckpoint {
   kind: FileKind;
   place: FilePlace;
   tail: TailCheckpoint | null;
+  /** Binary record files (TensorBoard): where reading stands. Absent in states saved before they were read. */
+  records?: RecordCheckpoint | null;
   doc: DocSignature | null;
   parser: unknown;
   counters: FileCounters;
@@ -38,7 +41,7 @@ export interface FileCheckpoint {
 /** Something about a file that the operator should hear of, once. */
 export interface FileProblem {
   file: string;
-  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large';
+  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large' | 'corrupt';
   message: string;
   offset?: number;
 }
@@ -52,6 +55,9 @@ export class FileSource {
   readonly parser: Parser;
   readonly counters: FileCounters = { lines: 0, records: 0, malformed: 0, longLines: 0, truncations: 0, rotations: 0 };
   private readonly tailer: FileTailer | null;
+  private readonly recordTailer: RecordTailer | null;
+  /** The parser's count of undecodable records at the last read (new ones count as malformed). */
+  private undecodable = 0;
   private doc: DocSignature | null = null;
   /** Last time new data was read (epoch ms). */
   lastData: number | null = null;
@@ -72,6 +78,27 @@ export class FileSource {
       this.doc = saved.doc;
     }
     this.tailer = this.parser.kind === 'lines' ? new FileTailer(file, tailOpts, saved?.tail ?? null, this.notices()) : null;
+    this.recordTailer =
+      this.parser.kind === 'records'
+        ? new RecordTailer(file, saved?.records ?? null, {
+            corrupt: ({ offset }) =>
+              this.problem({
+                file,
+                kind: 'corrupt',
+                message: `a record length at byte ${offset} does not match its CRC: the file is corrupt from there; what was read before it is kept, and the file is read again only once it is rewritten`,
+                offset,
+              }),
+            rewritten: ({ from }) => {
+              this.counters.truncations++;
+              this.problem({
+                file,
+                kind: 'truncated',
+                message: `file was rewritten (was read to byte ${from}); reading it again from the start`,
+                offset: from,
+              });
+            },
+          })
+        : null;
   }
 
   private notices(): TailNotices {
@@ -105,6 +132,9 @@ export class FileSource {
     if (this.tailer !== null) {
       return this.tailer.read((lines, endOffset) => this.applyLines(lines, endOffset, sink, now));
     }
+    if (this.recordTailer !== null) {
+      return this.recordTailer.read((records, badData) => this.applyRecords(records, badData, sink, now));
+    }
     return this.pollDocument(sink, now);
   }
 
@@ -122,6 +152,22 @@ export class FileSource {
       for (const rec of r) out.push(rec);
     }
     if (lines.length > 0) this.lastData = now;
+    if (out.length > 0) {
+      this.counters.records += out.length;
+      sink(out, parser.format(), this);
+    }
+  }
+
+  private applyRecords(data: Uint8Array[], badData: number, sink: Sink, now: number): void {
+    const parser = this.parser;
+    if (parser.kind !== 'records') return;
+    this.counters.lines += data.length + badData;
+    for (let i = 0; i < badData; i++) this.malformed('a record whose data does not match its CRC', this.recordTailer!.checkpoint().offset);
+    const out = parser.records(data);
+    const undecodable = parser.counts().undecodable;
+    for (; this.undecodable < undecodable; this.undecodable++)
+      this.malformed('a record that is not a TensorBoard event', this.recordTailer!.checkpoint().offset);
+    this.lastData = now;
     if (out.length > 0) {
       this.counters.records += out.length;
       sink(out, parser.format(), this);
@@ -192,6 +238,7 @@ export class FileSource {
       kind: this.kind,
       place: this.place,
       tail: this.tailer?.checkpoint() ?? null,
+      records: this.recordTailer?.checkpoint() ?? null,
       doc: this.doc,
       parser: this.parser.snapshot?.() ?? null,
       counters: { ...this.counters },

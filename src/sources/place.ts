@@ -2,7 +2,7 @@
  * Where a file belongs (SPEC 3.1): its run folder, and the role and round its path names.
  * `outputs/selector_round3/train.log`, `selector-round-3/`, `round3/selector/`, and BAR-RAG's
  * `debug_logs/selector_reward_debug_*.log` all say what they are. The run is the folder above
- * every container folder (outputs, configs, logs, debug_logs, rewards, role/round folders). Where
+ * every container folder (outputs, configs, logs, debug_logs, rewards, tensorboard, role/round folders). Where
  * the folders do not name role and round, the file name may (`rewards/selector_round1_reward_history.jsonl`).
  */
 import path from 'node:path';
@@ -28,7 +28,18 @@ const ROLE_ROUND = /^(selector|generator)[_-]?round[_-]?(\d+)$/i;
 const ROUND_ROLE = /^round[_-]?(\d+)[_-]?(selector|generator)$/i;
 const ROUND = /^round[_-]?(\d+)$/i;
 const ROLE = /^(selector|generator)$/i;
-const CONTAINERS = new Set(['outputs', 'output', 'configs', 'logs', 'debug_logs', 'rewards']);
+const CONTAINERS = new Set([
+  'outputs',
+  'output',
+  'configs',
+  'logs',
+  'debug_logs',
+  'rewards',
+  'tensorboard',
+  'tensorboard_log',
+  'tb',
+  'tb_logs',
+]);
 /** Role and round in a file's own name: `selector_round1_reward_history`, `train_generator-round-2`, `round3_selector`. */
 const NAME_ROLE_ROUND = /(?:^|[_.-])(selector|generator)[_-]?round[_-]?(\d+)(?=$|[_.-])/i;
 const NAME_ROUND_ROLE = /(?:^|[_.-])round[_-]?(\d+)[_-]?(selector|generator)(?=$|[_.-])/i;

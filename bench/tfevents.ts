@@ -1,0 +1,92 @@
+/**
+ * Reading TensorBoard event files: `barwatch analyze` of one event file against a bare framing
+ * loop in the same run (read the file, walk the frames by their lengths, no CRC, no decoding) and
+ * against barwatch's own framing with CRC32C but no decoding. `node dist/bench/tfevents.js
+ * [--events 600000]`.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { frames } from '../src/parsers/tfrecord.js';
+import { scalarEvent } from '../test/helpers/tfevents-writer.js';
+import { arg, BIN, report } from './common.js';
+
+const TAGS = ['reward/boundary', 'reward/relevance', 'reward/format', 'reward/count', 'accuracy', 'critic/score/mean'];
+
+function bareLoop(file: string): number {
+  const buf = readFileSync(file);
+  let n = 0;
+  for (let at = 0; at + 12 <= buf.length; n++) at += 12 + Number(buf.readBigUInt64LE(at)) + 4;
+  return n;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+export function main(): Promise<void> {
+  const events = arg('--events', 600_000);
+  const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-tb-'));
+  try {
+    const tb = path.join(dir, 'run', 'outputs', 'selector_round1', 'tensorboard');
+    mkdirSync(tb, { recursive: true });
+    const file = path.join(tb, 'events.out.tfevents.1.bench');
+    const parts: Buffer[] = [];
+    for (let i = 0; i < events; i++) {
+      const step = Math.floor(i / TAGS.length) + 1;
+      parts.push(scalarEvent(step, 1.79e9 + step, TAGS[i % TAGS.length]!, Math.sin(i * 0.37)));
+    }
+    writeFileSync(file, Buffer.concat(parts));
+    const bare: number[] = [];
+    const framed: number[] = [];
+    const analyze: number[] = [];
+    for (let k = 0; k < 3; k++) {
+      let t = performance.now();
+      bareLoop(file);
+      bare.push((performance.now() - t) / 1000);
+      t = performance.now();
+      frames(readFileSync(file));
+      framed.push((performance.now() - t) / 1000);
+      t = performance.now();
+      const r = spawnSync(process.execPath, [BIN, 'analyze', path.join(dir, 'run'), '--format', 'json'], { maxBuffer: 1 << 26 });
+      if (r.status !== 0 && r.status !== 1) throw new Error(`analyze failed: ${r.stderr.toString()}`);
+      analyze.push((performance.now() - t) / 1000);
+    }
+    const rate = (s: number): string => `${Math.round(events / s).toLocaleString('en')} events/s`;
+    const b = median(bare);
+    const rows = [
+      ['bare framing loop (lengths only)', `${b.toFixed(3)} s`, rate(b), '1.00x'],
+      [
+        'barwatch framing with CRC32C, no decoding',
+        `${median(framed).toFixed(3)} s`,
+        rate(median(framed)),
+        `${(b / median(framed)).toFixed(2)}x`,
+      ],
+      [
+        'barwatch analyze (start-up, framing, decoding, statistics, detectors)',
+        `${median(analyze).toFixed(3)} s`,
+        rate(median(analyze)),
+        `${(b / median(analyze)).toFixed(2)}x`,
+      ],
+    ];
+    report(
+      'tfevents',
+      `## TensorBoard event files: ${events} scalar events (median of 3)`,
+      ['reader', 'time', 'throughput', 'vs bare'],
+      rows,
+      {
+        events,
+        bare,
+        framed,
+        analyze,
+      },
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return Promise.resolve();
+}
+
+if (process.argv[1]?.endsWith('tfevents.js')) await main();

@@ -1,0 +1,70 @@
+/**
+ * TFRecord framing, as TensorBoard event files use it: each record is a uint64 little-endian
+ * length, the masked CRC32C of those 8 bytes, the data, and the masked CRC32C of the data. Mask:
+ * ((crc >>> 15) | (crc << 17)) + 0xa282ead8. Pure: the caller brings the bytes (sources/ tails).
+ */
+
+/** CRC32C (Castagnoli, reflected polynomial 0x82f63b78), one table lookup a byte. */
+const TABLE = ((): Uint32Array => {
+  const t = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+    t[i] = c >>> 0;
+  }
+  return t;
+})();
+
+export function crc32c(buf: Uint8Array, start = 0, end = buf.length): number {
+  let c = 0xffffffff;
+  for (let i = start; i < end; i++) c = TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+export function maskedCrc(buf: Uint8Array, start = 0, end = buf.length): number {
+  const c = crc32c(buf, start, end);
+  return ((((c >>> 15) | (c << 17)) >>> 0) + 0xa282ead8) >>> 0;
+}
+
+/** A record longer than this is taken for corruption (a TensorBoard scalar event is ~100 bytes). */
+export const MAX_RECORD_BYTES = 64 << 20;
+
+export interface Frames {
+  /** Complete records whose data CRC matched, in order (views into the input). */
+  records: Uint8Array[];
+  /** Bytes consumed: complete frames only; a frame cut at the end waits for its rest. */
+  consumed: number;
+  /** Complete frames skipped because their data CRC did not match. */
+  badData: number;
+  /** Set when a length did not match its CRC (or is absurd): nothing after it can be trusted. */
+  corruptAt: number | null;
+}
+
+/** Splits `buf` into TFRecord frames. */
+export function frames(buf: Buffer): Frames {
+  const records: Uint8Array[] = [];
+  let at = 0;
+  let badData = 0;
+  while (buf.length - at >= 12) {
+    if (buf.readUInt32LE(at + 8) !== maskedCrc(buf, at, at + 8)) return { records, consumed: at, badData, corruptAt: at };
+    const len = Number(buf.readBigUInt64LE(at));
+    if (len > MAX_RECORD_BYTES) return { records, consumed: at, badData, corruptAt: at };
+    if (buf.length - at < 12 + len + 4) break;
+    const start = at + 12;
+    const end = start + len;
+    if (buf.readUInt32LE(end) === maskedCrc(buf, start, end)) records.push(buf.subarray(start, end));
+    else badData++;
+    at = end + 4;
+  }
+  return { records, consumed: at, badData, corruptAt: null };
+}
+
+/** One record framed, for writers (tests and benchmarks). */
+export function frame(data: Uint8Array): Buffer {
+  const out = Buffer.alloc(12 + data.length + 4);
+  out.writeBigUInt64LE(BigInt(data.length), 0);
+  out.writeUInt32LE(maskedCrc(out, 0, 8), 8);
+  out.set(data, 12);
+  out.writeUInt32LE(maskedCrc(data), 12 + data.length);
+  return out;
+}

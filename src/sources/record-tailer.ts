@@ -1,0 +1,91 @@
+/**
+ * Tailing a file of TFRecord frames (TensorBoard event files) from a saved offset. A frame cut at
+ * the end of a file still being written waits for its rest, exactly like a partial line. A bad
+ * length CRC is corruption: reported once, what was read is kept, and the file is not read again
+ * until it is rewritten (a new inode, or shorter than what was read). A bad data CRC skips that
+ * record, counted. The file is identified by device and inode; a file that shrank was rewritten.
+ */
+import { constants, promises as fsp } from 'node:fs';
+import { frames, MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
+import type { ReadOutcome } from './tailer.js';
+
+export interface RecordCheckpoint {
+  /** End of the last complete frame read. */
+  offset: number;
+  dev: number;
+  ino: number;
+  /** Where a bad length CRC was found: reading stops there until the file is rewritten. */
+  corruptAt: number | null;
+}
+
+export interface RecordNotices {
+  corrupt?(info: { offset: number }): void;
+  rewritten?(info: { from: number }): void;
+}
+
+/** Bytes read per poll before yielding to other files. */
+const BUDGET = 16 << 20;
+
+export class RecordTailer {
+  private state: RecordCheckpoint;
+
+  constructor(
+    readonly file: string,
+    saved: RecordCheckpoint | null,
+    private readonly notices: RecordNotices = {},
+  ) {
+    this.state = saved ?? { offset: 0, dev: -1, ino: -1, corruptAt: null };
+  }
+
+  checkpoint(): RecordCheckpoint {
+    return { ...this.state };
+  }
+
+  /** Reads new complete frames; `deliver` gets their data and the count of frames whose data CRC failed. */
+  async read(deliver: (records: Uint8Array[], badData: number) => void): Promise<ReadOutcome> {
+    let fh: fsp.FileHandle;
+    try {
+      // Non-blocking: a FIFO put in the file's place must not hang the reader.
+      fh = await fsp.open(this.file, constants.O_RDONLY | constants.O_NONBLOCK);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+      throw err;
+    }
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw Object.assign(new Error(`${this.file} is not a regular file`), { code: 'ENOTFILE' });
+      const s = this.state;
+      const known = s.dev !== -1;
+      if (known && (st.dev !== s.dev || st.ino !== s.ino || st.size < s.offset)) {
+        this.notices.rewritten?.({ from: s.offset });
+        this.state = { offset: 0, dev: st.dev, ino: st.ino, corruptAt: null };
+      } else if (!known) {
+        this.state = { ...s, dev: st.dev, ino: st.ino };
+      }
+      const cur = this.state;
+      if (cur.corruptAt !== null || st.size <= cur.offset) return 'idle';
+      const want = Math.min(st.size - cur.offset, BUDGET);
+      let buf = Buffer.alloc(want);
+      let got = (await fh.read(buf, 0, want, cur.offset)).bytesRead;
+      let f = frames(buf.subarray(0, got));
+      // One frame larger than the budget: read it whole (up to the record limit).
+      if (f.consumed === 0 && f.corruptAt === null && got === BUDGET && st.size - cur.offset > BUDGET) {
+        const len = Number(buf.readBigUInt64LE(0));
+        const need = Math.min(12 + Math.min(len, MAX_RECORD_BYTES) + 4, st.size - cur.offset);
+        buf = Buffer.alloc(need);
+        got = (await fh.read(buf, 0, need, cur.offset)).bytesRead;
+        f = frames(buf.subarray(0, got));
+      }
+      if (f.records.length > 0 || f.badData > 0) deliver(f.records, f.badData);
+      cur.offset += f.consumed;
+      if (f.corruptAt !== null) {
+        cur.corruptAt = cur.offset;
+        this.notices.corrupt?.({ offset: cur.offset });
+        return 'idle';
+      }
+      return f.consumed > 0 && st.size - cur.offset >= 12 && got === want && want === BUDGET ? 'more' : 'idle';
+    } finally {
+      await fh.close();
+    }
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * TensorBoard event files: the files tensorboardX wrote (../shared/writer-samples) read with
+ * their steps and tags; a file written here in pieces is read record by record, a cut record
+ * waiting for its rest; a bad data CRC skips one record, a bad length CRC stops the file, counted
+ * and reported once.
+ */
+import assert from 'node:assert/strict';
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../src/config/load.js';
+import { crc32c, frames } from '../src/parsers/tfrecord.js';
+import { TfEventsDecoder } from '../src/parsers/tfevents.js';
+import { analyzePaths } from '../src/pipeline/analyze.js';
+import { RecordTailer } from '../src/sources/record-tailer.js';
+import { silentLogger } from '../src/util/log.js';
+import { analyzeJson } from './helpers/cli.js';
+import { DEFAULTS } from './helpers/defaults.js';
+import { REPO, tempDir } from './helpers/fs.js';
+import { scalarEvent, versionEvent } from './helpers/tfevents-writer.js';
+
+const SAMPLES = path.resolve(REPO, '..', 'shared', 'writer-samples', 'tensorboard');
+const SAMPLES_SKIP = existsSync(SAMPLES) ? false : `writer samples not found at ${SAMPLES}`;
+
+function eventFile(dir: string): string {
+  const f = readdirSync(dir).find((n) => n.startsWith('events.out.tfevents.'));
+  return path.join(dir, f!);
+}
+
+describe('TensorBoard event files written by tensorboardX', { skip: SAMPLES_SKIP }, () => {
+  const cases: [string, string, number, string[]][] = [
+    [
+      'verl-ppo-tensorboard',
+      '',
+      150,
+      ['actor/entropy', 'critic/rewards/mean', 'critic/score/max', 'critic/score/mean', 'critic/score/min', 'response_length/mean'],
+    ],
+    ['selector-float-tensor', 'outputs/selector_round1/tensorboard', 60, ['accuracy', 'boundary', 'count', 'format', 'relevance']],
+    ['selector-double-tensor', 'outputs/selector_round1/tensorboard', 60, ['accuracy', 'boundary', 'count', 'format', 'relevance']],
+  ];
+  for (const [name, sub, steps, tags] of cases) {
+    test(`${name}: ${steps} steps of ${tags.length} scalars, wall times 30 s apart`, () => {
+      const buf = readFileSync(eventFile(path.join(SAMPLES, name, sub)));
+      const f = frames(buf);
+      assert.equal(f.consumed, buf.length);
+      assert.equal(f.badData, 0);
+      assert.equal(f.corruptAt, null);
+      const recs = new TfEventsDecoder(DEFAULTS.parser).decode(f.records);
+      assert.deepEqual(
+        recs.map((r) => r.step),
+        Array.from({ length: steps }, (_, i) => i + 1),
+      );
+      for (const r of recs) assert.deepEqual(Object.keys(r.values).sort(), tags);
+      assert.equal(recs[1]!.time! - recs[0]!.time!, 30_000);
+      const { doc } = analyzeJson([path.join(SAMPLES, name)]);
+      assert.equal(doc.runs.length, 1);
+      assert.equal(doc.runs[0]!.format, 'tensorboard');
+      const round = doc.runs[0]!.rounds[0]!;
+      assert.equal(round.steps, steps);
+      if (sub !== '') assert.deepEqual([round.role, round.round], ['selector', 1]);
+    });
+  }
+});
+
+describe('TFRecord framing and the record tailer', () => {
+  test('CRC32C of the standard check string', () => {
+    assert.equal(crc32c(Buffer.from('123456789')), 0xe3069283);
+  });
+
+  test('a file appended in pieces is read record by record; a cut record waits for its rest', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'events.out.tfevents.1.host');
+    const bytes = Buffer.concat([
+      versionEvent(1000),
+      ...Array.from({ length: 40 }, (_, i) =>
+        scalarEvent(i + 1, 1000 + i, 'reward/boundary', i / 40, (['simple', 'float-tensor', 'double-tensor'] as const)[i % 3]),
+      ),
+    ]);
+    writeFileSync(file, '');
+    const tailer = new RecordTailer(file, null);
+    const dec = new TfEventsDecoder(DEFAULTS.parser);
+    const steps: number[] = [];
+    // Cut at every 37 bytes: records are split across writes at arbitrary places.
+    for (let at = 0; at < bytes.length; at += 37) {
+      appendFileSync(file, bytes.subarray(at, Math.min(bytes.length, at + 37)));
+      await tailer.read((recs) => steps.push(...dec.decode(recs).map((r) => r.step!)));
+    }
+    assert.deepEqual(
+      steps,
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
+    assert.equal(tailer.checkpoint().offset, bytes.length);
+  });
+
+  test('a bad data CRC skips one record; a bad length CRC stops the file until it is rewritten', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'events.out.tfevents.2.host');
+    const recs = Array.from({ length: 6 }, (_, i) => scalarEvent(i + 1, 2000 + i, 'boundary', 0.5));
+    const badData = Buffer.from(recs[1]!);
+    badData[badData.length - 1]! ^= 0xff;
+    const badLength = Buffer.from(recs[4]!);
+    badLength[9]! ^= 0xff;
+    writeFileSync(file, Buffer.concat([recs[0]!, badData, recs[2]!, recs[3]!, badLength, recs[5]!]));
+    const notices: string[] = [];
+    const tailer = new RecordTailer(file, null, { corrupt: ({ offset }) => notices.push(`corrupt@${offset}`) });
+    const dec = new TfEventsDecoder(DEFAULTS.parser);
+    const steps: number[] = [];
+    let skipped = 0;
+    const read = (): Promise<unknown> =>
+      tailer.read((r, bad) => {
+        steps.push(...dec.decode(r).map((x) => x.step!));
+        skipped += bad;
+      });
+    await read();
+    await read();
+    assert.deepEqual(steps, [1, 3, 4]);
+    assert.equal(skipped, 1);
+    const corruptAt = recs[0]!.length + badData.length + recs[2]!.length + recs[3]!.length;
+    assert.deepEqual(notices, [`corrupt@${corruptAt}`], 'reported once');
+    // Rewritten (a new file in its place): read again from the start.
+    writeFileSync(`${file}.new`, Buffer.concat(recs));
+    const { renameSync } = await import('node:fs');
+    renameSync(`${file}.new`, file);
+    await read();
+    assert.deepEqual(steps, [1, 3, 4, 1, 2, 3, 4, 5, 6]);
+  });
+
+  test('through analyze: a run folder with an event file is a run; images and other plugins are skipped', async () => {
+    const dir = tempDir();
+    const tb = path.join(dir, 'exp', 'outputs', 'selector_round2', 'tensorboard');
+    mkdirSync(tb, { recursive: true });
+    const parts = [versionEvent(3000)];
+    for (let s = 1; s <= 30; s++) {
+      parts.push(scalarEvent(s, 3000 + s, 'reward/boundary', 0.5 + 0.01 * s));
+      parts.push(scalarEvent(s, 3000 + s, 'train/rewards/format_reward/mean', 0.9));
+      parts.push(scalarEvent(s, 3000 + s, 'samples', 0, 'image'));
+    }
+    writeFileSync(path.join(tb, 'events.out.tfevents.3.host'), Buffer.concat(parts));
+    const res = await analyzePaths([dir], loadConfig(null), silentLogger(), () => Date.now());
+    const run = res.runs[0]!;
+    assert.equal(run.id, path.join(dir, 'exp'));
+    const r = run.round('selector', 2)!;
+    assert.equal(r.steps, 30);
+    assert.equal(r.series.get('boundary')!.summary.n, 30);
+    assert.ok(Math.abs(r.series.get('boundary')!.summary.mean - (0.5 + 0.01 * 15.5)) < 1e-6);
+    assert.equal(r.series.get('format')!.lastValue !== null, true);
+    assert.equal(r.series.has('samples'), false);
+  });
+});
