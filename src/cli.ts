@@ -1,6 +1,7 @@
 /** argv -> commands (commander). Thin: each command in commands/ builds what it needs and sets the exit code. */
 import { Command, CommanderError } from 'commander';
 import { registerAnalyze } from './commands/analyze.js';
+import { registerCompare } from './commands/compare.js';
 import { EXIT } from './commands/common.js';
 import { registerDemo } from './commands/demo.js';
 import { registerSilence } from './commands/silence.js';
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   for (const register of [
     registerWatch,
     registerAnalyze,
+    registerCompare,
     registerValidate,
     registerSilence,
     registerTestAlert,

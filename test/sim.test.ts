@@ -72,5 +72,6 @@ describe('barwatch demo', () => {
     assert.match(r.stdout, /What to do: Set easy_threshold 0\.42 -> /);
     assert.match(r.stdout, /Run 2: the same training with barwatch's recommended filter thresholds/);
     assert.match(r.stdout, /With the recommended thresholds the run is healthy: no finding\./);
+    assert.match(r.stdout, /Did the fix work\? barwatch compare run-1 run-2:[\s\S]*verdict: improved/);
   });
 });

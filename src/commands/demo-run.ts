@@ -9,6 +9,10 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Daemon } from '../daemon/daemon.js';
+import { analyzePaths } from '../pipeline/analyze.js';
+import { compare } from '../pipeline/compare.js';
+import { silentLogger } from '../util/log.js';
+import { renderComparison } from './compare.js';
 import type { Config } from '../config/load.js';
 import type { Finding } from '../detectors/types.js';
 import { createLogger } from '../util/log.js';
@@ -83,6 +87,16 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
       ? 'With the recommended thresholds the run is healthy: no finding. That is what barwatch does for a real run, for days, unattended.'
       : `Run 2 still has ${second.length} finding(s).`,
   );
+  // The guide's last step: check that the fix worked, run 1 against run 2.
+  const before = await analyzePaths([path.join(dir, 'run-1')], o.config, silentLogger());
+  const after = await analyzePaths([path.join(dir, 'run-2')], o.config, silentLogger());
+  const cmp = compare(
+    { run: before.runs[0]!, round: null, findings: before.findings },
+    { run: after.runs[0]!, round: null, findings: after.findings },
+  );
+  say();
+  say('Did the fix work? barwatch compare run-1 run-2:');
+  say(typeof cmp === 'string' ? cmp : renderComparison(cmp).trimEnd().replace(/^/gm, '  '));
   if (daemon.url !== null && tty && !o.fast) {
     say(`The page stays at ${daemon.url}; press Ctrl-C to end the demo.`);
     await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
