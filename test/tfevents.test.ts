@@ -146,4 +146,20 @@ describe('TFRecord framing and the record tailer', () => {
     assert.equal(r.series.get('format')!.lastValue !== null, true);
     assert.equal(r.series.has('samples'), false);
   });
+
+  test('a restarted writer: the newer file replaces the older one from its first step on, as TensorBoard does', async () => {
+    const dir = tempDir();
+    const tb = path.join(dir, 'exp', 'outputs', 'selector_round1', 'tensorboard');
+    mkdirSync(tb, { recursive: true });
+    const older = [versionEvent(1000), ...Array.from({ length: 50 }, (_, i) => scalarEvent(i + 1, 1000 + i, 'boundary', 0.2))];
+    const newer = [versionEvent(5000), ...Array.from({ length: 30 }, (_, i) => scalarEvent(31 + i, 5000 + i, 'boundary', 0.8))];
+    writeFileSync(path.join(tb, 'events.out.tfevents.1790000000.host'), Buffer.concat(older));
+    writeFileSync(path.join(tb, 'events.out.tfevents.1790005000.host'), Buffer.concat(newer));
+    const res = await analyzePaths([dir], loadConfig(null), silentLogger(), () => Date.now());
+    const b = res.runs[0]!.round('selector', 1)!.series.get('boundary')!;
+    // Steps 1-30 from the older file (0.2), 31-60 from the newer one (0.8); the older 31-50 are gone.
+    assert.equal(b.summary.n, 60);
+    assert.ok(Math.abs(b.summary.mean - 0.5) < 1e-6, String(b.summary.mean)); // simple_value is a float32
+    assert.equal(b.lastStep, 60);
+  });
 });

@@ -16,6 +16,9 @@ import type { DetectorEngine, EngineJSON, Transition } from '../detectors/engine
 import type { RunJSON } from '../runs/run.js';
 import type { DetectContext } from '../detectors/types.js';
 import { FailureReport } from '../util/failures.js';
+import path from 'node:path';
+import { TfEventsDecoder } from '../parsers/tfevents.js';
+import { firstEventStep } from '../sources/record-tailer.js';
 
 /** A batch with more records than this is a backlog being read, not live appends. */
 const BULK_RECORDS = 64;
@@ -140,7 +143,11 @@ export class Pipeline {
     const { run, created } = this.registry.ensure(src.place.run);
     const log = this.opts.log;
     if (created) log.info({ run: run.id }, 'discovered run');
-    const ctx = { role: src.place.role, round: src.place.round, format, file: src.file };
+    // A TensorBoard writer's event files in one folder are one stream (a restart starts a new
+    // file): they own their series together, so the newer file's values are not taken for a
+    // second file logging the same series.
+    const source = src.kind === 'tfevents' ? path.dirname(src.file) : src.file;
+    const ctx = { role: src.place.role, round: src.place.round, format, file: source };
     const engine = this.opts.engine;
     const bulk = records.length > BULK_RECORDS;
     for (const rec of records) {
@@ -164,6 +171,7 @@ export class Pipeline {
     if (!this.opened.has(src)) {
       this.opened.add(src);
       await this.readEarlierRounds(src);
+      if (src.kind === 'tfevents') await this.supersede(src);
     }
     try {
       const out = await src.poll(this.sink, this.opts.now());
@@ -202,6 +210,35 @@ export class Pipeline {
       if (o !== null && o < at) earlier.push(f);
     }
     for (const f of earlier) await this.drain(f);
+  }
+
+  /**
+   * A restarted trainer writes a new event file in the same folder whose steps start again lower.
+   * As TensorBoard does, the newer file's steps replace the older file's from its first step on:
+   * an older file is read only up to the first step of the next newer one (by name, which starts
+   * with the writer's start time). In watch, steps of an older file read before the newer file
+   * appeared stay counted; the overlap is reported once.
+   */
+  private async supersede(src: FileSource): Promise<void> {
+    const dir = path.dirname(src.file);
+    const siblings = [...this.sources.values()]
+      .filter((s) => s.kind === 'tfevents' && path.dirname(s.file) === dir)
+      .sort((a, b) => (a.file < b.file ? -1 : 1));
+    for (let i = 0; i + 1 < siblings.length; i++) {
+      const older = siblings[i]!;
+      if (older.stepLimit !== null) continue;
+      const first = await firstEventStep(siblings[i + 1]!.file, (r) => new TfEventsDecoder(this.opts.parser).decode(r));
+      if (first === null) continue;
+      older.stepLimit = first;
+      const run = this.registry.get(older.place.run);
+      const seen = run?.round(older.place.role, older.place.round)?.lastStep ?? null;
+      if (seen !== null && seen >= first) {
+        this.opts.log.warn(
+          { file: older.file, newer: siblings[i + 1]!.file, step: first },
+          `the trainer restarted: ${path.basename(siblings[i + 1]!.file)} rewrites steps from ${first}; steps of the older file already read stay counted`,
+        );
+      }
+    }
   }
 
   /** Reads a file until it has nothing new. */

@@ -61,6 +61,8 @@ export class FileSource {
   private doc: DocSignature | null = null;
   /** Last time new data was read (epoch ms). */
   lastData: number | null = null;
+  /** Records from this step on are superseded by a newer file (a restarted TensorBoard writer) and dropped. */
+  stepLimit: number | null = null;
 
   constructor(
     readonly file: string,
@@ -163,7 +165,9 @@ export class FileSource {
     if (parser.kind !== 'records') return;
     this.counters.lines += data.length + badData;
     for (let i = 0; i < badData; i++) this.malformed('a record whose data does not match its CRC', this.recordTailer!.checkpoint().offset);
-    const out = parser.records(data);
+    const limit = this.stepLimit;
+    const out =
+      limit === null ? parser.records(data) : parser.records(data).filter((r) => r.kind !== 'metrics' || r.step === null || r.step < limit);
     const undecodable = parser.counts().undecodable;
     for (; this.undecodable < undecodable; this.undecodable++)
       this.malformed('a record that is not a TensorBoard event', this.recordTailer!.checkpoint().offset);

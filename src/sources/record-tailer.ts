@@ -89,3 +89,21 @@ export class RecordTailer {
     }
   }
 }
+
+/** The step of the first scalar event of an event file (its first 64 KiB), or null. */
+export async function firstEventStep(file: string, decode: (records: Uint8Array[]) => { step: number | null }[]): Promise<number | null> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const buf = Buffer.alloc(64 << 10);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    const recs = decode(frames(buf.subarray(0, bytesRead)).records);
+    return recs.find((r) => r.step !== null)?.step ?? null;
+  } finally {
+    await fh.close();
+  }
+}
