@@ -16,7 +16,7 @@ class Reader {
   at: number;
 
   constructor(
-    readonly buf: Uint8Array,
+    readonly buf: Buffer,
     start = 0,
     readonly end = buf.length,
   ) {
@@ -51,21 +51,24 @@ class Reader {
 
   double(): number {
     if (this.at + 8 > this.end) throw new Error('double past the end');
-    const v = new DataView(this.buf.buffer, this.buf.byteOffset + this.at, 8).getFloat64(0, true);
+    const v = this.buf.readDoubleLE(this.at);
     this.at += 8;
     return v;
   }
 
   float(): number {
     if (this.at + 4 > this.end) throw new Error('float past the end');
-    const v = new DataView(this.buf.buffer, this.buf.byteOffset + this.at, 4).getFloat32(0, true);
+    const v = this.buf.readFloatLE(this.at);
     this.at += 4;
     return v;
   }
 
   string(): string {
-    const r = this.sub();
-    return Buffer.from(r.buf.buffer, r.buf.byteOffset + r.at, r.end - r.at).toString('utf8');
+    const len = this.varint();
+    if (this.at + len > this.end) throw new Error('field past the end');
+    const s = this.buf.toString('utf8', this.at, this.at + len);
+    this.at += len;
+    return s;
   }
 
   skip(wire: number): void {
@@ -166,7 +169,8 @@ function summaryValue(r: Reader): { tag: string; value: number } | null {
 }
 
 /** Decodes one Event; throws on bytes that are not one. */
-export function decodeEvent(buf: Uint8Array): DecodedEvent {
+export function decodeEvent(bytes: Uint8Array): DecodedEvent {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const r = new Reader(buf);
   const out: DecodedEvent = { wallTime: null, step: null, fileVersion: null, scalars: [], skipped: 0 };
   while (!r.done) {
