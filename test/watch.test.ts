@@ -168,11 +168,57 @@ describe('barwatch watch and simulate: paths as users type them', () => {
     const sim = barwatch(['simulate', path.join(name, 'sim run'), '--scenario', 'healthy', '--rounds', '1'], { cwd: base });
     assert.equal(sim.status, 0, sim.stderr);
     assert.ok(existsSync(path.join(root, 'sim run', 'outputs', 'selector_round1', 'reward_history.jsonl')));
-    const d = new DaemonProcess([name], { cwd: base });
+    const d = new DaemonProcess([name], { cwd: base, env: { XDG_STATE_HOME: path.join(base, 'state-home') } });
     const found = await d.waitFor((l) => l.msg === 'discovered run');
     assert.equal(found['run'], path.join(root, 'sim run'));
     const watching = await d.waitFor((l) => l.msg === 'watching');
     assert.deepEqual(watching['roots'], [root]);
     assert.equal(await d.stop(), 0);
+  });
+});
+
+describe('barwatch watch: one daemon per state folder', () => {
+  test('a second daemon on the same state folder refuses to start, naming the PID; the first loses nothing', async () => {
+    const dir = tempDir();
+    const run = path.join(dir, 'runs', 'r1', 'outputs', 'selector_round1');
+    mkdirSync(run, { recursive: true });
+    writeFileSync(path.join(run, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.5}\n');
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {checkpoint_interval: 100ms}\nlog: {format: json}\n`);
+    const first = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
+    await first.waitFor((l) => l.msg === 'watching');
+    const second = barwatch(['watch', path.join(dir, 'other'), '--config', cfg, '--listen', 'off']);
+    assert.equal(second.status, 2);
+    assert.match(second.stderr, new RegExp(`state folder .*/state is in use by barwatch PID ${first.child.pid}`));
+    assert.equal(await first.stop(), 0);
+    const state = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as DaemonState;
+    assert.deepEqual(
+      state.runs.map((r) => r.id),
+      [path.join(dir, 'runs', 'r1')],
+    );
+    assert.ok(!existsSync(path.join(dir, 'state', 'lock')), 'the lock is released on stop');
+  });
+
+  test('a lock left by a killed daemon is taken over; watch PATH without a config keeps state per set of roots', async () => {
+    const dir = tempDir();
+    const env = { XDG_STATE_HOME: path.join(dir, 'xdg') };
+    mkdirSync(path.join(dir, 'a'));
+    mkdirSync(path.join(dir, 'b'));
+    const a = new DaemonProcess([path.join(dir, 'a')], { env });
+    const watching = await a.waitFor((l) => l.msg === 'watching');
+    const stateA = watching['stateDir'] as string;
+    assert.ok(stateA.startsWith(path.join(dir, 'xdg', 'barwatch', 'a-')), stateA);
+    a.child.kill('SIGKILL');
+    await a.exited;
+    assert.ok(existsSync(path.join(stateA, 'lock')), 'kill -9 leaves the lock');
+    const again = new DaemonProcess([path.join(dir, 'a')], { env });
+    const took = await again.waitFor((l) => l.msg.startsWith('took over the state folder'));
+    assert.equal(took['pid'], a.child.pid);
+    // Another root, another state folder: both run side by side.
+    const b = new DaemonProcess([path.join(dir, 'b')], { env });
+    const wb = await b.waitFor((l) => l.msg === 'watching');
+    assert.notEqual(wb['stateDir'], stateA);
+    assert.equal(await b.stop(), 0);
+    assert.equal(await again.stop(), 0);
   });
 });

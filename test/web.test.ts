@@ -181,7 +181,7 @@ describe('web API changes', () => {
   test('loopback: a request for another Host is refused (DNS rebinding)', async () => {
     const dir = tempDir();
     mkdirSync(path.join(dir, 'runs'));
-    const d = new DaemonProcess([path.join(dir, 'runs')], { listen: '127.0.0.1:0', cwd: dir });
+    const d = new DaemonProcess([path.join(dir, 'runs')], { listen: '127.0.0.1:0', cwd: dir, env: { XDG_STATE_HOME: dir } });
     const url = await urlOf(d);
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {

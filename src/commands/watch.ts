@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, formatProblem, loadConfig, type Config } from '../config/load.js';
 import { createLogger } from '../util/log.js';
-import { applyListen, configOrExit, EXIT } from './common.js';
+import { applyListen, configOrExit, EXIT, fail } from './common.js';
+import { defaultStateDir } from '../state/layout.js';
 
 export function registerWatch(program: Command): void {
   program
@@ -18,8 +19,10 @@ export function registerWatch(program: Command): void {
       const singleRun = paths.length === 0 && opts.config === undefined;
       // Paths as the shell gives them: spaces, '#', '%' and non-ASCII are file names, not URL syntax.
       if (paths.length > 0) config.watch.roots = paths.map((p) => path.resolve(p));
+      // Without a config, state goes to the user's state folder, one per set of roots.
+      if (paths.length > 0 && opts.config === undefined) config.stateDir = defaultStateDir(config.watch.roots);
       const log = createLogger(config.log);
-      const { Daemon } = await import('../daemon/daemon.js');
+      const [{ Daemon }, { StateDirInUse }] = await Promise.all([import('../daemon/daemon.js'), import('../daemon/state.js')]);
       const daemon = new Daemon({ config, log, singleRun });
       let stopping = false;
       const stop = (signal: string): void => {
@@ -58,6 +61,11 @@ export function registerWatch(program: Command): void {
         applyListen(next, opts.listen);
         daemon.reload(next).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed'));
       });
-      await daemon.start();
+      try {
+        await daemon.start();
+      } catch (err) {
+        if (err instanceof StateDirInUse) fail(err.message);
+        throw err;
+      }
     });
 }

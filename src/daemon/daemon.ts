@@ -31,7 +31,8 @@ import { scheduleNightly, sendNightly } from './nightly.js';
 import { TransitionRecord } from './transitions.js';
 import { ReadQueue } from './read-queue.js';
 import { planReload } from './reload.js';
-import { openState, StateSaver } from './state.js';
+import { lockState, openState, StateSaver } from './state.js';
+import type { StateLock } from '../state/lock.js';
 
 /** Folders of a run that `barwatch watch` follows when started in the run with no config. */
 export const DEFAULT_RUN_FOLDERS = ['outputs', 'configs', 'logs', 'debug_logs'] as const;
@@ -70,6 +71,7 @@ export class Daemon {
   private transitions = 0;
   private summaryTask: ScheduledTask | null = null;
   private web: Serving | null = null;
+  private lock: StateLock | null = null;
   /** What changed, for open web pages. */
   readonly events = new EventHub();
   /** A fingerprint of the alerts' states after the last tick: a change is news for open pages. */
@@ -119,6 +121,7 @@ export class Daemon {
 
   async start(): Promise<void> {
     const { config } = this.opts;
+    this.lock = lockState(this.layout, this.log);
     const loaded = await openState(this.layout, this.now(), this.log);
     const roots: WatchRoot[] = config.watch.roots.map((p, i) =>
       this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
@@ -365,6 +368,7 @@ export class Daemon {
     await this.saver.save(true);
     await this.alerting?.close();
     await this.pipeline?.close();
+    this.lock?.release();
     this.log.info('stopped; state saved');
   }
 }

@@ -5,12 +5,13 @@
  * long as the last one took, so saving costs at most about 2% of the time however many runs
  * the state holds (200 busy runs: a 28 MB state).
  */
-import { promises as fsp } from 'node:fs';
+import { mkdirSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { AlertingJSON } from '../alerting/service.js';
 import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
 import { writeAtomic } from '../state/atomic.js';
 import { loadState, type LoadedState } from '../state/file.js';
+import { StateLock } from '../state/lock.js';
 import type { StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
 import type { Logger } from '../util/log.js';
@@ -92,4 +93,46 @@ export class StateSaver {
       }
     }
   }
+}
+
+/** Another daemon uses the state folder: this one must not start (it would overwrite the other's state). */
+export class StateDirInUse extends Error {
+  override readonly name = 'StateDirInUse';
+}
+
+/**
+ * Takes the state folder for this daemon (creating it when needed). A folder that cannot be
+ * created is warned about and not locked: nothing will be saved there anyway.
+ */
+export function lockState(layout: StateLayout, log: Logger): StateLock | null {
+  try {
+    mkdirSync(layout.dir, { recursive: true });
+  } catch (err) {
+    log.warn(
+      { stateDir: layout.dir, code: (err as NodeJS.ErrnoException).code },
+      'cannot create the state folder; state will not be saved',
+    );
+    return null;
+  }
+  let got;
+  try {
+    got = StateLock.acquire(layout.lock);
+  } catch (err) {
+    log.warn(
+      { stateDir: layout.dir, code: (err as NodeJS.ErrnoException).code },
+      `cannot lock the state folder (${(err as Error).message})`,
+    );
+    return null;
+  }
+  if ('heldBy' in got) {
+    throw new StateDirInUse(
+      `the state folder ${layout.dir} is in use by barwatch PID ${got.heldBy.pid}; stop that daemon, or give this one its own state folder (state_dir in a config, or watch other paths)`,
+    );
+  }
+  if (got.tookOver !== null)
+    log.info(
+      { stateDir: layout.dir, pid: got.tookOver.pid },
+      `took over the state folder from PID ${got.tookOver.pid}, which is no longer running`,
+    );
+  return got.lock;
 }

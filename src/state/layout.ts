@@ -2,6 +2,8 @@
  * Every path under `state_dir`, named in one place. The daemon owns the folder; `analyze` never
  * writes to it, and the `silence` and `summary` commands read or change the files named here.
  */
+import { createHash } from 'node:crypto';
+import { homedir } from 'node:os';
 import path from 'node:path';
 
 export interface StateLayout {
@@ -18,6 +20,8 @@ export interface StateLayout {
   outboxFailed: string;
   /** Active and expired silences. */
   silences: string;
+  /** The PID of the daemon using the folder (state/lock.ts). */
+  lock: string;
 }
 
 export function stateLayout(dir: string): StateLayout {
@@ -29,5 +33,20 @@ export function stateLayout(dir: string): StateLayout {
     outbox: path.join(dir, 'outbox'),
     outboxFailed: path.join(dir, 'outbox', 'failed'),
     silences: path.join(dir, 'silences.json'),
+    lock: path.join(dir, 'lock'),
   };
+}
+
+/**
+ * Where `barwatch watch PATH...` without a config keeps its state: one folder per set of roots
+ * under the user's state folder ($XDG_STATE_HOME, else ~/.local/state), so two daemons on
+ * different roots never share one, and none lands in the current folder by accident.
+ */
+export function defaultStateDir(roots: readonly string[], env: NodeJS.ProcessEnv = process.env): string {
+  const base =
+    env['XDG_STATE_HOME'] !== undefined && env['XDG_STATE_HOME'] !== '' ? env['XDG_STATE_HOME'] : path.join(homedir(), '.local', 'state');
+  const sorted = [...roots].sort();
+  const id = createHash('sha256').update(sorted.join('\0')).digest('hex').slice(0, 12);
+  const name = path.basename(sorted[0] ?? '').replace(/[^\w.-]/g, '_') || 'root';
+  return path.join(base, 'barwatch', `${name}-${id}`);
 }
