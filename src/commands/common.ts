@@ -1,4 +1,5 @@
 /** What every command shares: the exit statuses of SPEC 5 and how a bad config or argument ends a command. */
+import path from 'node:path';
 import { ConfigError, listenAddress, loadConfig, type Config } from '../config/load.js';
 
 export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
@@ -29,4 +30,15 @@ export function applyListen(config: Config, listen: string | undefined): void {
   if (typeof l === 'string') fail(`--listen ${listen}: ${l}`);
   if (l === null) delete config.http.listen;
   else config.http.listen = l;
+}
+
+/**
+ * The command as the user ran it, for hints: `barwatch` when it was started from the PATH,
+ * else `node <the script as typed relative to here>`.
+ */
+export function invokedAs(argv: readonly string[] = process.argv): string {
+  const script = argv[1] ?? 'barwatch';
+  if (path.basename(script) === 'barwatch') return 'barwatch';
+  const rel = path.relative(process.cwd(), script);
+  return `node ${rel.startsWith('..') ? script : rel}`;
 }

@@ -12,6 +12,7 @@ import { Daemon } from '../daemon/daemon.js';
 import { analyzePaths } from '../pipeline/analyze.js';
 import { compare } from '../pipeline/compare.js';
 import { silentLogger } from '../util/log.js';
+import { invokedAs } from './common.js';
 import { renderComparison } from './compare.js';
 import type { Config } from '../config/load.js';
 import type { Finding } from '../detectors/types.js';
@@ -103,7 +104,7 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
   }
   await daemon.stop();
   if (!o.keep) rmSync(dir, { recursive: true, force: true });
-  else say(`The runs are kept in ${dir} (try: barwatch analyze ${path.join(dir, 'run-1')}).`);
+  else say(`The runs are kept in ${dir} (try: ${invokedAs()} analyze ${JSON.stringify(path.join(dir, 'run-1'))}).`);
   return { dir, first, second, fix };
 }
 

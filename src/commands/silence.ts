@@ -1,10 +1,23 @@
 /** `barwatch silence add|list|remove`: the silences the daemon reads from its state folder. */
 import type { Command } from 'commander';
-import { SilenceStore } from '../alerting/silences.js';
+import path from 'node:path';
+import { globToRegExp, SilenceStore } from '../alerting/silences.js';
+import { readFileSync } from 'node:fs';
+import type { ReadState } from '../pipeline/pipeline.js';
 import { DETECTOR_IDS } from '../detectors/index.js';
 import { stateLayout } from '../state/layout.js';
 import { parseDuration } from '../util/duration.js';
 import { configOrExit, fail } from './common.js';
+
+/** The runs the daemon's saved state knows, read without touching the file (the daemon may be saving it). */
+function knownRuns(stateFile: string): string[] {
+  try {
+    const s = JSON.parse(readFileSync(stateFile, 'utf8')) as Partial<ReadState>;
+    return Array.isArray(s.runs) ? s.runs.map((r) => r.id) : [];
+  } catch {
+    return [];
+  }
+}
 
 export function registerSilence(program: Command): void {
   const silence = program.command('silence').description('silence alerts of matching runs and detectors (stored in state_dir)');
@@ -23,8 +36,17 @@ export function registerSilence(program: Command): void {
       if (opts.detector !== '*' && !DETECTOR_IDS.includes(opts.detector))
         fail(`--detector: unknown detector ${opts.detector} (one of ${DETECTOR_IDS.join(', ')})`);
       const now = Date.now();
-      const s = await new SilenceStore(stateLayout(config.stateDir).silences).add(
-        { run: opts.run, detector: opts.detector, endsAt: new Date(now + ms).toISOString(), comment: opts.comment },
+      // Runs are known by absolute paths: a relative one is taken from here, as the shell would.
+      const run = path.isAbsolute(opts.run) ? opts.run : path.join(process.cwd(), opts.run);
+      const layout = stateLayout(config.stateDir);
+      const ids = knownRuns(layout.state);
+      if (ids.length > 0 && !ids.some((id) => globToRegExp(run).test(id))) {
+        process.stderr.write(
+          `barwatch: warning: ${run} matches none of the ${ids.length} run(s) in ${config.stateDir} (the silence is added all the same)\n`,
+        );
+      }
+      const s = await new SilenceStore(layout.silences).add(
+        { run, detector: opts.detector, endsAt: new Date(now + ms).toISOString(), comment: opts.comment },
         now,
       );
       process.stdout.write(`silence ${s.id}: ${s.detector} on ${s.run} until ${s.endsAt}${s.comment ? ` (${s.comment})` : ''}\n`);
@@ -47,7 +69,13 @@ export function registerSilence(program: Command): void {
     .option('-c, --config <file>', 'configuration file (YAML)')
     .action(async (id: string, opts: { config?: string }) => {
       const config = configOrExit(opts.config);
-      if (!(await new SilenceStore(stateLayout(config.stateDir).silences).remove(id))) fail(`no silence with id ${id}`);
-      process.stdout.write(`silence ${id} removed\n`);
+      const store = new SilenceStore(stateLayout(config.stateDir).silences);
+      // Any unique beginning of an id, as `silence list` prints them.
+      if (id.trim() === '') fail('give a silence id (from barwatch silence list), or its beginning');
+      const matches = store.load().filter((s) => s.id.startsWith(id));
+      if (matches.length === 0) fail(`no silence with an id starting ${id}`);
+      if (matches.length > 1) fail(`${id} begins ${matches.length} silence ids (${matches.map((s) => s.id).join(', ')}); give more of it`);
+      await store.remove(matches[0]!.id);
+      process.stdout.write(`silence ${matches[0]!.id} removed\n`);
     });
 }

@@ -1,8 +1,9 @@
 /** `barwatch simulate`: a small simulated BAR-RAG training written as it goes (docs/simulator.md). */
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { SIM_SCENARIO_NAMES, SIM_SCENARIOS, type SimScenarioName } from '../sim/scenarios.js';
-import { fail } from './common.js';
+import { fail, invokedAs } from './common.js';
 
 export function registerSimulate(program: Command): void {
   program
@@ -13,7 +14,8 @@ export function registerSimulate(program: Command): void {
     .option('--seed <n>', 'random seed', '1')
     .option('--speed <steps_per_second>', "pace of the training; 'max' for as fast as it can", 'max')
     .option('--rounds <r>', 'alternating rounds', '3')
-    .action(async (out: string, opts: { scenario: SimScenarioName; seed: string; speed: string; rounds: string }) => {
+    .option('--force', 'write into a folder that already holds files')
+    .action(async (out: string, opts: { scenario: SimScenarioName; seed: string; speed: string; rounds: string; force?: boolean }) => {
       const seed = Number(opts.seed);
       const rounds = Number(opts.rounds);
       const speed = opts.speed === 'max' ? null : Number(opts.speed);
@@ -21,6 +23,12 @@ export function registerSimulate(program: Command): void {
       if (!Number.isInteger(rounds) || rounds < 1 || rounds > 100) fail(`--rounds must be an integer from 1 to 100, not ${opts.rounds}`);
       if (speed !== null && !(speed > 0)) fail(`--speed must be a positive number of steps per second or 'max', not ${opts.speed}`);
       const dir = path.resolve(out);
+      const present = existsSync(dir) ? readdirSync(dir) : [];
+      if (present.length > 0 && opts.force !== true) {
+        fail(
+          `${dir} already holds ${present.length} entr${present.length === 1 ? 'y' : 'ies'}: a second run would be appended to the same logs; choose an empty folder, or add --force`,
+        );
+      }
       const t0 = Date.now();
       const { simulate } = await import('../sim/simulate.js');
       await simulate(dir, { scenario: opts.scenario, seed, rounds, speed });
@@ -28,6 +36,8 @@ export function registerSimulate(program: Command): void {
       process.stdout.write(
         `wrote ${rounds} round(s) of scenario ${opts.scenario} (${s.change}) to ${dir} in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`,
       );
-      process.stdout.write(`expected findings: ${s.expected.join(', ') || 'none'}; check with: barwatch analyze ${dir}\n`);
+      process.stdout.write(
+        `expected findings: ${s.expected.join(', ') || 'none'}; check with: ${invokedAs()} analyze ${JSON.stringify(dir)}\n`,
+      );
     });
 }
