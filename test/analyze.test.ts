@@ -1,6 +1,6 @@
 /** `barwatch analyze`: the JSON document of SPEC 5, the text report and the exit statuses. */
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { analyzeJson, barwatch, type AnalyzeDoc } from './helpers/cli.js';
@@ -198,5 +198,45 @@ describe('barwatch analyze with findings', () => {
     assert.ok(f !== undefined, stderr);
     // Three 64-step windows (128 steps) must swing; then at most one stride (1/32 of the steps) late.
     assert.ok(f.step >= 20_000 + 128 && f.step <= 20_000 + 128 + Math.ceil(20_128 / 32) + 16, `step ${f.step}`);
+  });
+});
+
+describe('barwatch analyze: what was not read', () => {
+  test('an unreadable file is listed in the text and JSON reports; --strict exits 3; nothing readable exits 2', () => {
+    const root = tempDir();
+    const sel = path.join(root, 'run', 'outputs', 'selector_round1');
+    mkdirSync(sel, { recursive: true });
+    writeFileSync(path.join(sel, 'reward_history.jsonl'), '{"step": 1, "boundary": 0.4}\n{"step": 2, "boundary": 0.5}\n');
+    const broken = path.join(root, 'run', 'outputs', 'selector_round2');
+    mkdirSync(broken);
+    symlinkSync('/nonexistent/reward_history.jsonl', path.join(broken, 'reward_history.jsonl'));
+    const garbage = path.join(root, 'run', 'outputs', 'generator_round1');
+    mkdirSync(garbage);
+    writeFileSync(path.join(garbage, 'reward_history.jsonl'), '\u0000\u0001\u0002 binary\n\u00ff\u00fe garbage\n');
+    const text = barwatch(['analyze', root]);
+    assert.equal(text.status, 0, text.stderr);
+    assert.match(text.stdout, /not read \(2\):/);
+    assert.match(text.stdout, /selector_round2\/reward_history\.jsonl: broken or looping symlink \(ENOENT\)/);
+    assert.match(text.stdout, /generator_round1\/reward_history\.jsonl: every line \(2\) was malformed/);
+    const { doc } = analyzeJson([root]);
+    const run = doc.runs[0]! as unknown as { problems: { path: string; reason: string }[] };
+    assert.deepEqual(
+      run.problems.map((p) => p.reason),
+      ['every line (2) was malformed'],
+    );
+    assert.equal((doc as unknown as { problems: unknown[] }).problems.length, 1, 'the broken link is not a file of the run');
+    assert.equal(barwatch(['analyze', root, '--strict']).status, 3);
+    const only = barwatch(['analyze', garbage]);
+    assert.equal(only.status, 2);
+    assert.match(only.stderr, /nothing could be read: .*every line \(2\) was malformed/);
+  });
+
+  test('a skipped over-long line is named in the text report', () => {
+    const root = tempDir();
+    writeFileSync(path.join(root, 'train.log'), `step=1 boundary=0.4\nstep=2 note=${'x'.repeat(300)}\nstep=3 boundary=0.5\n`);
+    const cfg = path.join(root, 'c.yaml');
+    writeFileSync(cfg, 'parse: {max_line_bytes: 100}\n');
+    const r = barwatch(['analyze', path.join(root, 'train.log'), '--config', cfg]);
+    assert.match(r.stdout, /train\.log: 1 line\(s\) over parse\.max_line_bytes skipped/);
   });
 });

@@ -14,7 +14,8 @@ export function registerAnalyze(program: Command): void {
     .option('-c, --config <file>', 'configuration file (YAML)')
     .addOption(new Option('-f, --format <format>', 'output format').choices(['text', 'json']).default('text'))
     .option('-v, --verbose', 'log what is read to stderr')
-    .action(async (paths: string[], opts: { config?: string; format: 'text' | 'json'; verbose?: boolean }) => {
+    .option('--strict', 'exit 3 when part of the input could not be read (listed in the report)')
+    .action(async (paths: string[], opts: { config?: string; format: 'text' | 'json'; verbose?: boolean; strict?: boolean }) => {
       const config = configOrExit(opts.config);
       const log = opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : createLogger({ ...config.log, level: 'warn' });
       let result;
@@ -24,13 +25,14 @@ export function registerAnalyze(program: Command): void {
         if (err instanceof InputError) fail(err.message);
         throw err;
       }
-      for (const p of result.problems) log.warn({ path: p.path }, p.message);
       if (opts.format === 'json') {
-        process.stdout.write(JSON.stringify(analyzeDocument(result.runs, result.filesByRun, result.findings), null, 2) + '\n');
+        process.stdout.write(
+          JSON.stringify(analyzeDocument(result.runs, result.filesByRun, result.findings, result.notRead), null, 2) + '\n',
+        );
       } else {
-        process.stdout.write(renderText(result.runs, result.filesByRun, result.findings));
+        process.stdout.write(renderText(result.runs, result.filesByRun, result.findings, result.notRead));
       }
       const bad = result.findings.some((f) => f.severity === 'warning' || f.severity === 'critical');
-      process.exitCode = bad ? EXIT.findings : EXIT.ok;
+      process.exitCode = opts.strict === true && result.notRead.length > 0 ? EXIT.partial : bad ? EXIT.findings : EXIT.ok;
     });
 }

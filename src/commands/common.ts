@@ -2,7 +2,8 @@
 import path from 'node:path';
 import { ConfigError, listenAddress, loadConfig, type Config } from '../config/load.js';
 
-export const EXIT = { ok: 0, findings: 1, usage: 2 } as const;
+/** Exit statuses of SPEC 5; `partial` is analyze --strict's: part of the input could not be read. */
+export const EXIT = { ok: 0, findings: 1, usage: 2, partial: 3 } as const;
 
 /** Ends the command with a usage or input error (exit 2), the message on stderr. */
 export function fail(message: string): never {

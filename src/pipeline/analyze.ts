@@ -8,8 +8,18 @@ import type { RunState } from '../runs/run.js';
 import { discover } from '../sources/discover.js';
 import type { FileSource } from '../sources/file-source.js';
 
+/** Input that was not read, or not read whole, and why. */
+export interface NotRead {
+  path: string;
+  /** The run it belongs to, when a file of a run. */
+  run: string | null;
+  reason: string;
+}
+
 export interface AnalyzeResult {
   runs: RunState[];
+  /** Everything that could not be read (folders, files, files whose every line was malformed). */
+  notRead: NotRead[];
   filesByRun: Map<string, FileSource[]>;
   findings: Finding[];
   problems: { path: string; message: string }[];
@@ -27,6 +37,11 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw new InputError(`${e.path ?? paths.join(', ')}: ${e.code === 'ENOENT' ? 'no such file or folder' : `cannot read (${e.code})`}`);
+  }
+  if (found.files.length === 0 && found.problems.length > 0) {
+    throw new InputError(
+      `nothing could be read under ${paths.join(', ')}: ${found.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+    );
   }
   if (found.files.length === 0) {
     throw new InputError(
@@ -59,5 +74,22 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
     filesByRun.set(src.place.run, list);
   }
   for (const [file, code] of pipeline.failures()) found.problems.push({ path: file, message: `cannot read (${code})` });
-  return { runs: pipeline.registry.all(), filesByRun, findings, problems: found.problems, pipeline };
+  const notRead: NotRead[] = found.problems.map((p) => ({
+    path: p.path,
+    run: pipeline.sources.get(p.path)?.place.run ?? null,
+    reason: p.message,
+  }));
+  for (const src of pipeline.sources.values()) {
+    const c = src.counters;
+    if (c.lines > 0 && c.records === 0 && c.malformed === c.lines) {
+      notRead.push({ path: src.file, run: src.place.run, reason: `every line (${c.lines}) was malformed` });
+    } else if (c.longLines > 0) {
+      notRead.push({ path: src.file, run: src.place.run, reason: `${c.longLines} line(s) over parse.max_line_bytes skipped` });
+    }
+  }
+  const records = [...pipeline.sources.values()].reduce((n, s) => n + s.counters.records, 0);
+  if (records === 0 && notRead.length > 0) {
+    throw new InputError(`nothing could be read: ${notRead.map((p) => `${p.path}: ${p.reason}`).join('; ')}`);
+  }
+  return { runs: pipeline.registry.all(), notRead, filesByRun, findings, problems: found.problems, pipeline };
 }

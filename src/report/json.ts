@@ -98,15 +98,18 @@ export function analyzeDocument(
   runs: RunState[],
   filesByRun: Map<string, FileSource[]>,
   findings: Finding[] = [],
+  notRead: readonly { path: string; run: string | null; reason: string }[] = [],
 ): Record<string, unknown> {
   return {
     version: 1,
-    runs: runs.map((run) =>
-      runJson(
+    runs: runs.map((run) => ({
+      ...runJson(
         run,
         filesByRun.get(run.id) ?? [],
         findings.filter((x) => x.run === run.id),
       ),
-    ),
+      problems: notRead.filter((p) => p.run === run.id).map((p) => ({ path: p.path, reason: p.reason })),
+    })),
+    problems: notRead.filter((p) => p.run === null).map((p) => ({ path: p.path, reason: p.reason })),
   };
 }

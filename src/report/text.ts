@@ -98,9 +98,17 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
   return lines.join('\n');
 }
 
-export function renderText(runs: RunState[], filesByRun: Map<string, FileSource[]>, findings: Finding[] = []): string {
-  if (runs.length === 0) return 'no training records found';
+export function renderText(
+  runs: RunState[],
+  filesByRun: Map<string, FileSource[]>,
+  findings: Finding[] = [],
+  notRead: readonly { path: string; reason: string }[] = [],
+): string {
+  const missing =
+    notRead.length === 0 ? '' : `\nnot read (${notRead.length}):\n${notRead.map((p) => `  ${p.path}: ${p.reason}`).join('\n')}\n`;
+  if (runs.length === 0) return `no training records found\n${missing}`;
   return (
+    missing +
     runs
       .map((run) =>
         renderRun(
@@ -109,6 +117,7 @@ export function renderText(runs: RunState[], filesByRun: Map<string, FileSource[
           findings.filter((f) => f.run === run.id),
         ),
       )
-      .join('\n\n') + '\n'
+      .join('\n\n') +
+    '\n'
   );
 }
