@@ -28,6 +28,16 @@ function rel(curve, first) {
   return curve.step.map((s) => s - first + 1);
 }
 
+/** The round before, drawn faint on the same steps from the round's start. */
+function overlay(previous, series) {
+  const c = previous[series];
+  return { x: rel(c, previous.first_step ?? 0), y: c.mean, cls: 'previous', label: `round ${previous.round}` };
+}
+
+function figure(caption, svg) {
+  return el('figure', {}, el('figcaption', {}, caption), svg);
+}
+
 function roundCharts(run, round, previous) {
   const first = round.first_step ?? 0;
   const out = [];
@@ -38,22 +48,10 @@ function roundCharts(run, round, previous) {
       { x, y: b.mean, cls: 'mean', label: 'boundary reward' },
       { x, y: b.roll_mean, cls: 'roll', label: 'rolling mean' },
     ];
-    if (previous?.boundary)
-      lines.unshift({
-        x: rel(previous.boundary, previous.first_step ?? 0),
-        y: previous.boundary.mean,
-        cls: 'previous',
-        label: `round ${previous.round}`,
-      });
+    if (previous?.boundary) lines.unshift(overlay(previous, 'boundary'));
     out.push(
-      el(
-        'figure',
-        {},
-        el(
-          'figcaption',
-          {},
-          `Boundary reward, ${round.role} round ${round.round ?? '-'} (rolling mean, +-1 sd band${previous?.boundary ? `; faint: round ${previous.round}` : ''})`,
-        ),
+      figure(
+        `Boundary reward, ${round.role} round ${round.round ?? '-'} (rolling mean, +-1 sd band${previous?.boundary ? `; faint: round ${previous.round}` : ''})`,
         chart({
           title: `Boundary reward, ${round.role} round ${round.round ?? '-'}`,
           lines,
@@ -67,22 +65,10 @@ function roundCharts(run, round, previous) {
   if (a !== null) {
     const x = rel(a, first);
     const lines = [{ x, y: a.mean, cls: 'mean', label: 'accuracy' }];
-    if (previous?.accuracy)
-      lines.unshift({
-        x: rel(previous.accuracy, previous.first_step ?? 0),
-        y: previous.accuracy.mean,
-        cls: 'previous',
-        label: `round ${previous.round}`,
-      });
+    if (previous?.accuracy) lines.unshift(overlay(previous, 'accuracy'));
     out.push(
-      el(
-        'figure',
-        {},
-        el(
-          'figcaption',
-          {},
-          `Accuracy${round.role === 'selector' ? ' on the selected evidence' : ''}, ${round.role} round ${round.round ?? '-'} (target c = ${run.target.c})`,
-        ),
+      figure(
+        `Accuracy${round.role === 'selector' ? ' on the selected evidence' : ''}, ${round.role} round ${round.round ?? '-'} (target c = ${run.target.c})`,
         chart({
           title: `Accuracy, ${round.role} round ${round.round ?? '-'}`,
           lines,
@@ -130,14 +116,8 @@ function filterChart(run) {
     markers.push({ x: s.unsolvableThreshold, cls: 'threshold', label: `unsolvable ${s.unsolvableThreshold}`, id: 'unsolvable' });
   for (const x of run.findings.filter((x) => x.detector.startsWith('boundary-share')))
     markers.push({ x: 0.5, cls: x.severity, label: `${x.detector} (${x.severity})`, id: findingId(x) });
-  return el(
-    'figure',
-    {},
-    el(
-      'figcaption',
-      {},
-      `Filter: questions by generator accuracy, before (${f.pre_n}, boundary share ${pct(f.pre_share)}) and after (${f.post_n}, ${pct(f.post_share)})`,
-    ),
+  return figure(
+    `Filter: questions by generator accuracy, before (${f.pre_n}, boundary share ${pct(f.pre_share)}) and after (${f.post_n}, ${pct(f.post_share)})`,
     chart({
       title: 'Filter histograms',
       x: [0, 1],
