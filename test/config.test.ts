@@ -38,7 +38,7 @@ describe('invalid configs: one case per file, the exact message', () => {
       'several.yaml: http.listen: must be host:port, e.g. 127.0.0.1:9464, or off',
       'several.yaml: log.level: must be one of fatal, error, warn, info, debug, trace',
     ],
-    'slack-bad-url.yaml': ['slack-bad-url.yaml: notify.slack.webhook_url: must be a URL'],
+    'slack-bad-url.yaml': ['slack-bad-url.yaml: notify.slack.webhook_url: must be an http:// or https:// URL with a host'],
     'alias-bomb.yaml': [
       ...Array.from({ length: 9 }, (_, i) => `alias-bomb.yaml: watch.roots[${i}]: must be a string, not a list`),
       'alias-bomb.yaml: detectors: must be a mapping, not a list',
@@ -182,5 +182,37 @@ describe('barwatch validate', () => {
     assert.match(bad.stderr, /2 problem\(s\) found/);
     const none = spawnSync(process.execPath, [BIN, 'validate'], { encoding: 'utf8' });
     assert.equal(none.status, 2);
+  });
+});
+
+describe('validate catches what would fail later', () => {
+  test('a URL that reaches nothing, an address that is not one, a root that does not exist yet (a warning)', () => {
+    const bad = (text: string): string[] => {
+      try {
+        parseConfig(text, '/etc/b.yaml');
+        return [];
+      } catch (err) {
+        return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
+      }
+    };
+    assert.deepEqual(bad('notify: {slack: {webhook_url: "htp:/127.0.0.1/hook"}}\n'), [
+      'notify.slack.webhook_url: must be an http:// or https:// URL with a host',
+    ]);
+    assert.deepEqual(bad('notify: {alertmanager: {url: "ftp://am.example:9093"}}\n'), [
+      'notify.alertmanager.url: must be an http:// or https:// URL with a host',
+    ]);
+    assert.deepEqual(bad('notify: {email: {to: [not-an-email]}}\n'), [
+      'notify.email.to[0]: must be an email address such as name@example.org',
+    ]);
+    assert.deepEqual(bad('notify: {email: {to: [ml@example.org], from: "a b@c"}}\n'), [
+      'notify.email.from: must be an email address such as name@example.org',
+    ]);
+    const dir = tempDir();
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, 'watch: {roots: [missing-root]}\n');
+    const r = spawnSync(process.execPath, [BIN, 'validate', '--config', cfg], { encoding: 'utf8' });
+    assert.equal(r.status, 0);
+    assert.match(r.stderr, /watch\.roots\[0\]: warning: .*missing-root does not exist yet/);
+    assert.match(r.stdout, /valid/);
   });
 });

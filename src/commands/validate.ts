@@ -1,4 +1,5 @@
 /** `barwatch validate`: checks a configuration and lists every problem. */
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { EXIT } from './common.js';
@@ -11,6 +12,11 @@ export function registerValidate(program: Command): void {
     .action((opts: { config: string }) => {
       try {
         const config = loadConfig(opts.config);
+        // A root may appear later (the daemon waits for it): a warning, not a problem.
+        config.watch.roots.forEach((root, i) => {
+          if (!existsSync(root))
+            process.stderr.write(`${config.file}: watch.roots[${i}]: warning: ${root} does not exist yet (barwatch will wait for it)\n`);
+        });
         process.stdout.write(`${config.file}: valid\n`);
         process.exitCode = EXIT.ok;
       } catch (err) {

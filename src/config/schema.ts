@@ -9,6 +9,20 @@ import { detectorSchema, durationSchema } from '../detectors/params.js';
 const duration = durationSchema;
 const positiveInt = z.number().int().positive();
 
+/** An address a channel can be reached at: http(s) with a host (`htp:/host` parses as a URL but reaches nothing). */
+const httpUrl = z.string().refine(
+  (s) => {
+    try {
+      const u = new URL(s);
+      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+    } catch {
+      return false;
+    }
+  },
+  { message: 'must be an http:// or https:// URL with a host' },
+);
+const emailAddress = z.string().regex(/^[^\s@<>,;]+@[^\s@<>,;]+$/, { message: 'must be an email address such as name@example.org' });
+
 const watch = z.strictObject({
   roots: z.array(z.string().min(1)).min(1).default(['.']),
   poll: z.boolean().default(false),
@@ -55,7 +69,7 @@ const alerting = z.strictObject({
 });
 
 const slack = z.strictObject({
-  webhook_url: z.string().url().optional(),
+  webhook_url: httpUrl.optional(),
   webhook_url_file: z.string().min(1).optional(),
 });
 
@@ -70,14 +84,14 @@ const email = z.strictObject({
       pass_file: z.string().min(1).optional(),
     })
     .prefault({}),
-  from: z.string().min(3).default('barwatch@localhost'),
-  to: z.array(z.string().min(3)).min(1),
+  from: emailAddress.default('barwatch@localhost'),
+  to: z.array(emailAddress).min(1),
 });
 
 const notify = z.strictObject({
   slack: slack.optional(),
   email: email.optional(),
-  alertmanager: z.strictObject({ url: z.string().url() }).optional(),
+  alertmanager: z.strictObject({ url: httpUrl }).optional(),
   /** How long one send may take (connect, answer) before it counts as failed and is retried. */
   timeout: duration.default('10s'),
 });
