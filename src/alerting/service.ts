@@ -59,8 +59,10 @@ export class Alerting {
     const now = this.opts.now();
     this.book.update(findings, now);
     const res = this.dispatcher.tick(this.book, this.silences, now, this.opts.sparkline);
+    // With no channel configured nothing is sent anywhere but the console: the decisions are debug detail.
+    const level = this.channels.length > 0 ? 'info' : 'debug';
     for (const d of res.decisions) {
-      this.log.info({ group: d.group, send: d.send, channels: this.channels }, `${d.send ? 'notify' : 'hold'}: ${d.reason}`);
+      this.log[level]({ group: d.group, send: d.send, channels: this.channels }, `${d.send ? 'notify' : 'hold'}: ${d.reason}`);
     }
     for (const n of res.notifications) {
       const epoch = n.reason === 'repeat interval elapsed' ? n.createdAt : '';

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, formatProblem, loadConfig, type Config } from '../config/load.js';
-import { createLogger } from '../util/log.js';
+import { createLogger, forPeople } from '../util/log.js';
 import { applyListen, configOrExit, EXIT, fail } from './common.js';
 import { defaultStateDir } from '../state/layout.js';
 
@@ -13,7 +13,9 @@ export function registerWatch(program: Command): void {
     .argument('[paths...]', 'run folders or roots of many runs (default: the config, or this folder as one run)')
     .option('-c, --config <file>', 'configuration file (YAML)')
     .option('--listen <host:port|off>', 'where the web page, /healthz and /metrics are served (overrides http.listen)')
-    .action(async (paths: string[], opts: { config?: string; listen?: string }) => {
+    .option('--no-color', 'no colours on a terminal (NO_COLOR=1 does the same)')
+    .action(async (paths: string[], opts: { config?: string; listen?: string; color: boolean }) => {
+      if (!opts.color) process.env['NO_COLOR'] = '1';
       const config = configOrExit(opts.config);
       applyListen(config, opts.listen);
       const singleRun = paths.length === 0 && opts.config === undefined;
@@ -66,6 +68,18 @@ export function registerWatch(program: Command): void {
       } catch (err) {
         if (err instanceof StateDirInUse) fail(err.message);
         throw err;
+      }
+      // On a terminal, say in a few lines what is going on and how to stop it (JSON logs say it as fields).
+      if (forPeople(config.log)) {
+        process.stderr.write(
+          [
+            `barwatch is watching ${config.watch.roots.join(', ')}`,
+            `  state folder: ${config.stateDir}`,
+            `  web page:     ${daemon.url ?? 'off'}`,
+            '  Ctrl-C to stop.',
+            '',
+          ].join('\n'),
+        );
       }
     });
 }

@@ -23,7 +23,7 @@ import { placeFile } from '../sources/place.js';
 import { startWatcher, type WatchEvent, type WatchRoot } from '../sources/watcher.js';
 import { stateLayout, type StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
-import type { Logger } from '../util/log.js';
+import { forPeople, type Logger } from '../util/log.js';
 import { catchUp, filesUnder } from './catch-up.js';
 import { healthSnapshot, statusLine } from './health.js';
 import { serveWeb, type Serving } from './web.js';
@@ -86,7 +86,11 @@ export class Daemon {
     this.log = opts.log;
     this.layout = stateLayout(opts.config.stateDir);
     this.engine = new DetectorEngine(opts.config.detectors);
-    this.record = new TransitionRecord(new AlertLog(this.layout.alerts, opts.alertStream ?? process.stdout, this.now), this.log);
+    this.record = new TransitionRecord(
+      new AlertLog(this.layout.alerts, opts.alertStream ?? process.stdout, this.now),
+      this.log,
+      forPeople(opts.config.log),
+    );
     this.queue = new ReadQueue({
       read: (file) => this.pipeline!.poll(file),
       gone: async (file) => {
@@ -350,7 +354,7 @@ export class Daemon {
 
   status(): void {
     if (this.pipeline === null) return;
-    const [fields, message] = statusLine(this.pipeline.totals(), this.queue.size, this.alerting);
+    const [fields, message] = statusLine(this.pipeline.totals(), this.queue.size, this.alerting, this.engine.findings());
     this.log.info(fields, message);
   }
 

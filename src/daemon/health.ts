@@ -46,11 +46,22 @@ export function healthSnapshot(h: HealthParts): HealthSnapshot {
  * `sent` (delivered since start) let a reader see alerting settle: equal on consecutive lines,
  * nothing was sent in between.
  */
-export function statusLine(t: Totals, queued: number, alerting: Alerting | null): [Record<string, number>, string] {
+export function statusLine(
+  t: Totals,
+  queued: number,
+  alerting: Alerting | null,
+  findings: readonly Finding[] = [],
+): [Record<string, number>, string] {
   let sent = 0;
   for (const n of alerting?.outbox.counters.sent.values() ?? []) sent += n;
+  const by = { critical: 0, warning: 0, info: 0 };
+  for (const f of findings) by[f.severity]++;
+  const active =
+    by.critical + by.warning + by.info === 0
+      ? 'no active finding'
+      : `active: ${by.critical} critical, ${by.warning} warning, ${by.info} info`;
   return [
-    { ...t, queued, outbox: alerting?.outbox.depth ?? 0, sent },
-    `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long`,
+    { ...t, queued, outbox: alerting?.outbox.depth ?? 0, sent, critical: by.critical, warning: by.warning, info: by.info },
+    `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long; ${active}`,
   ];
 }

@@ -14,6 +14,8 @@ export class TransitionRecord {
   constructor(
     private readonly alertLog: AlertLog,
     private readonly log: Logger,
+    /** On a terminal the console block is the alert: the log entry would say it twice, so it goes to debug. */
+    private readonly quiet = false,
   ) {}
 
   /** The error code of the last failed append to alerts.jsonl, or null. */
@@ -24,7 +26,7 @@ export class TransitionRecord {
   record(ts: readonly Transition[]): void {
     for (const t of ts) {
       const f = t.finding;
-      const level = t.kind === 'resolved' || f.severity === 'info' ? 'info' : 'warn';
+      const level = this.quiet ? 'debug' : t.kind === 'resolved' || f.severity === 'info' ? 'info' : 'warn';
       const fields = { run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind };
       this.log[level](fields, `${t.kind}: ${f.detector}: ${f.message}`);
     }

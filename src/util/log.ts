@@ -9,8 +9,18 @@ export interface LogOptions {
   format: 'auto' | 'json' | 'pretty';
 }
 
+/** Whether logs go out for a person (a terminal, or format: pretty) rather than as JSON lines. */
+export function forPeople(opts: LogOptions, stream: NodeJS.WritableStream = process.stderr): boolean {
+  return opts.format === 'pretty' || (opts.format === 'auto' && (stream as { isTTY?: boolean }).isTTY === true);
+}
+
+/** Colour only on a terminal, and never when NO_COLOR is set (no-color.org). */
+export function colours(stream: NodeJS.WritableStream = process.stderr): boolean {
+  return (stream as { isTTY?: boolean }).isTTY === true && (process.env['NO_COLOR'] ?? '') === '';
+}
+
 export function createLogger(opts: LogOptions, stream: NodeJS.WritableStream = process.stderr): Logger {
-  const usePretty = opts.format === 'pretty' || (opts.format === 'auto' && (stream as { isTTY?: boolean }).isTTY === true);
+  const usePretty = forPeople(opts, stream);
   const base = { level: opts.level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime };
   if (usePretty) {
     return pino(
@@ -18,7 +28,9 @@ export function createLogger(opts: LogOptions, stream: NodeJS.WritableStream = p
       pretty({
         destination: stream,
         sync: true,
-        colorize: (stream as { isTTY?: boolean }).isTTY === true,
+        colorize: colours(stream),
+        // One line per entry, its fields after the message.
+        singleLine: true,
         ignore: 'component',
         translateTime: 'SYS:HH:MM:ss',
       }),
