@@ -3,6 +3,7 @@
  * round not improved (exit 1) naming what got worse; two rounds of one run; JSON; usage errors.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { barwatch } from './helpers/cli.js';
@@ -51,6 +52,14 @@ describe('barwatch compare', () => {
     assert.deepEqual(doc.worse, []);
     assert.equal(doc.verdict, 'improved');
     assert.ok(doc.criteria.every((c) => ['better', 'held', 'worse', 'unknown'].includes(c.outcome) && c.test.length > 0));
+  });
+
+  test("the band and the signal floor are the detectors' configured ones", () => {
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, 'detectors:\n  boundary-share-low: {band_low: 0.3, band_high: 0.4}\n  format-dominance: {min_share: 0.5}\n');
+    const r = barwatch(['compare', broken, fixed, '--config', cfg]);
+    assert.match(r.stdout, /post-filter boundary share, distance to 30-40%/);
+    assert.match(r.stdout, /boundary's share of the signal \(at least 50%\)/);
   });
 
   test('two rounds of one run; usage and input errors exit 2', () => {

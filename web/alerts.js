@@ -3,22 +3,6 @@
 // expired through the same store as `barwatch silence`.
 import { api, el } from './dom.js';
 
-const DETECTORS = [
-  '*',
-  'boundary-oscillation',
-  'format-dominance',
-  'boundary-share-low',
-  'boundary-share-high',
-  'low-rollouts',
-  'generator-stall',
-  'generator-regression',
-  'frozen-generator',
-  'round-regression',
-  'stale-run',
-  'nonfinite-reward',
-  'reward-collapse',
-];
-
 function alertRow(a) {
   const silence = `#/silences?run=${encodeURIComponent(a.run)}&detector=${encodeURIComponent(a.detector)}`;
   return el(
@@ -99,7 +83,7 @@ async function change(path, init) {
 }
 
 export async function silencesView(root, params) {
-  const { silences } = await api('/api/v1/silences');
+  const { silences, detectors } = await api('/api/v1/silences');
   const status = el('p', { role: 'status', id: 'silence-status' });
   const run = el('input', {
     id: 'silence-run',
@@ -112,7 +96,7 @@ export async function silencesView(root, params) {
   const detector = el(
     'select',
     { id: 'silence-detector', name: 'detector', 'data-key': 'silence-detector' },
-    ...DETECTORS.map((d) => el('option', { value: d, selected: d === (params.get('detector') ?? '*') }, d)),
+    ...['*', ...detectors].map((d) => el('option', { value: d, selected: d === (params.get('detector') ?? '*') }, d)),
   );
   const duration = el('input', { id: 'silence-duration', name: 'duration', value: '2h', size: 8, 'data-key': 'silence-duration' });
   const comment = el('input', { id: 'silence-comment', name: 'comment', size: 40, 'data-key': 'silence-comment' });

@@ -1,6 +1,6 @@
 // The page: one view at a time (#/ runs, #/run/<id>, #/alerts, #/silences), drawn from the JSON
 // API and redrawn when the event stream says that what it shows changed.
-import { api, el } from './dom.js';
+import { el } from './dom.js';
 import { runsView } from './runs.js';
 import { runView } from './run.js';
 import { alertsView, silencesView } from './alerts.js';
@@ -80,5 +80,3 @@ function connect() {
 window.addEventListener('hashchange', navigate);
 navigate();
 connect();
-// Ask once that the API answers (a page served by a stopped daemon says so).
-api('/api/v1/runs').catch(() => (live.textContent = 'barwatch is not answering'));

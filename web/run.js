@@ -6,9 +6,6 @@ import { chart } from './chart.js';
 import { api, el, fmt, pct, shortName } from './dom.js';
 import { stateLabel } from './runs.js';
 
-/** The guide's mark for the accuracy on the selected evidence at c = 0.5. */
-const GUIDE_ACCURACY = 0.48;
-
 function findingId(f) {
   return `${f.detector}:${f.round ?? '-'}`;
 }
@@ -74,7 +71,7 @@ function roundCharts(run, round, previous) {
           lines,
           hlines: [
             { y: run.target.c, cls: 'target', label: `c = ${run.target.c}` },
-            { y: GUIDE_ACCURACY, cls: 'guide', label: '48%' },
+            { y: run.guide_accuracy, cls: 'guide', label: `${Math.round(run.guide_accuracy * 100)}%` },
           ],
           markers: markersFor(run.findings, round, 'accuracy'),
         }),
@@ -122,7 +119,7 @@ function filterChart(run) {
       title: 'Filter histograms',
       x: [0, 1],
       bars: [...bins(f.pre).map((b) => ({ ...b, cls: 'pre' })), ...bins(f.post).map((b) => ({ ...b, cls: 'post' }))],
-      spans: [{ from: 0.4, to: 0.6, cls: 'zone', label: 'boundary zone 0.4-0.6' }],
+      spans: [{ from: f.zone[0], to: f.zone[1], cls: 'zone', label: `boundary zone ${f.zone[0]}-${f.zone[1]}` }],
       markers,
     }),
   );

@@ -6,7 +6,7 @@
  */
 import { Option, type Command } from 'commander';
 import { analyzePaths, InputError } from '../pipeline/analyze.js';
-import { compare, type Comparison, type Criterion } from '../pipeline/compare.js';
+import { compare, targetsOf, type Comparison, type Criterion } from '../pipeline/compare.js';
 import { silentLogger } from '../util/log.js';
 import { configOrExit, EXIT, fail } from './common.js';
 
@@ -77,7 +77,7 @@ export function registerCompare(program: Command): void {
           if (err instanceof InputError) fail(err.message);
           throw err;
         }
-        const c = compare({ ...b, round: br }, { ...a, round: ar });
+        const c = compare({ ...b, round: br }, { ...a, round: ar }, targetsOf(config.detectors));
         if (typeof c === 'string') fail(c);
         process.stdout.write(opts.format === 'json' ? JSON.stringify({ version: 1, ...c }, null, 2) + '\n' : renderComparison(c));
         process.exitCode = c.verdict === 'improved' ? EXIT.ok : EXIT.findings;

@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Daemon } from '../daemon/daemon.js';
 import { analyzePaths } from '../pipeline/analyze.js';
-import { compare } from '../pipeline/compare.js';
+import { compare, targetsOf } from '../pipeline/compare.js';
 import { silentLogger } from '../util/log.js';
 import { invokedAs } from './common.js';
 import { renderComparison } from './compare.js';
@@ -94,6 +94,7 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
   const cmp = compare(
     { run: before.runs[0]!, round: null, findings: before.findings },
     { run: after.runs[0]!, round: null, findings: after.findings },
+    targetsOf(o.config.detectors),
   );
   say();
   say('Did the fix work? barwatch compare run-1 run-2:');

@@ -79,6 +79,9 @@ export function segmentMeans(round: RoundState, name: string, span: number, part
   return sums.map((x, i) => x / counts[i]!);
 }
 
+/** The guide's mark for the accuracy on the selected evidence when c = 0.5: a fix should reach it. */
+export const GUIDE_ACCURACY = 0.48;
+
 /** The target accuracy c of a run: its config, else the paper's 0.5. */
 export function targetOf(run: RunState): { c: number; source: string } {
   const c = run.settings.targetAccuracy;

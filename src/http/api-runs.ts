@@ -4,7 +4,9 @@
  * filter histograms, config values and findings.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { targetOf } from '../detectors/queries.js';
+import { GUIDE_ACCURACY, targetOf } from '../detectors/queries.js';
+import { BOUNDARY_HIGH, BOUNDARY_LOW } from '../parsers/types.js';
+import { resample } from '../stats/rolling.js';
 import { SEVERITY_RANK, type Finding, type Severity } from '../detectors/types.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
@@ -58,17 +60,12 @@ function health(run: RunState, src: WebSource): { state: RunHealth; severity: Se
   return { state, severity, count };
 }
 
-function downsample(xs: number[], n: number): number[] {
-  if (xs.length <= n) return xs;
-  return Array.from({ length: n }, (_, i) => xs[Math.floor((i * xs.length) / n)]!);
-}
-
 export function runSummary(run: RunState, src: WebSource): RunSummaryJSON {
   const latest = latestRound(run);
   const now = src.now();
   const h = health(run, src);
   const selectors = run.orderedRounds().filter((r) => r.role === 'selector' && r.series.has('boundary'));
-  const spark = selectors.length > 0 ? downsample(selectors[selectors.length - 1]!.series.get('boundary')!.curve.means(), SPARK) : [];
+  const spark = selectors.length > 0 ? resample(selectors[selectors.length - 1]!.series.get('boundary')!.curve.means(), SPARK) : [];
   return {
     id: run.id,
     format: run.format,
@@ -132,6 +129,7 @@ export function runDetail(run: RunState, src: WebSource): unknown {
   return {
     ...runSummary(run, src),
     target: targetOf(run),
+    guide_accuracy: GUIDE_ACCURACY,
     settings: run.settings,
     rollouts: run.rollouts,
     rounds: run.orderedRounds().map((r) => {
@@ -150,6 +148,8 @@ export function runDetail(run: RunState, src: WebSource): unknown {
     filter: f.empty
       ? null
       : {
+          // The boundary zone the shares count, for the page to shade.
+          zone: [BOUNDARY_LOW, BOUNDARY_HIGH],
           pre: f.pre,
           post: f.post,
           pre_n: f.preN,

@@ -22,7 +22,8 @@ export function silenceRoutes(src: WebSource): Route[] {
     {
       method: 'GET',
       path: /^\/api\/v1\/silences$/,
-      handle: (_req, res) => sendJson(res, 200, { silences: src.silences().active(src.now()) }),
+      // The detector ids come along: the page offers them when a silence is made.
+      handle: (_req, res) => sendJson(res, 200, { silences: src.silences().active(src.now()), detectors: DETECTOR_IDS }),
     },
     {
       method: 'POST',

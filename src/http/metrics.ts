@@ -62,30 +62,19 @@ export class Metrics {
     counter('barwatch_notifications_failed_total', 'Notifications a channel refused for good.', ['channel'], (s) =>
       [...s.failed].map(([channel, n]) => [{ channel }, n]),
     );
-    new Gauge({
-      name: 'barwatch_ingest_lag_seconds',
-      help: 'How long the oldest queued read has waited.',
-      registers: [this.registry],
-      collect() {
-        this.set(snapshot().ingestLagSeconds);
-      },
-    });
-    new Gauge({
-      name: 'barwatch_outbox_depth',
-      help: 'Notifications waiting in the outbox.',
-      registers: [this.registry],
-      collect() {
-        this.set(snapshot().outboxDepth);
-      },
-    });
-    new Gauge({
-      name: 'barwatch_runs',
-      help: 'Runs followed.',
-      registers: [this.registry],
-      collect() {
-        this.set(snapshot().runs);
-      },
-    });
+    const gauge = (name: string, help: string, read: (s: HealthSnapshot) => number): void => {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read(snapshot()));
+        },
+      });
+    };
+    gauge('barwatch_ingest_lag_seconds', 'How long the oldest queued read has waited.', (s) => s.ingestLagSeconds);
+    gauge('barwatch_outbox_depth', 'Notifications waiting in the outbox.', (s) => s.outboxDepth);
+    gauge('barwatch_runs', 'Runs followed.', (s) => s.runs);
     new Gauge({
       name: 'barwatch_active_alerts',
       help: 'Findings that hold now, by detector and severity.',

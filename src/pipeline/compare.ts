@@ -3,19 +3,36 @@
  * one) side by side on the guide's criteria, each with the test behind it: the boundary reward's
  * mean (Welch) and noise (F-test on detrended values, relative to the mean), the accuracy on the selected
  * evidence against c (and the guide's 48% at c = 0.5), the post-filter boundary share against
- * 25-35%, the boundary's share of the signal against 40%, and the findings of each side.
+ * its band (25-35% by default), the boundary's share of the signal against its floor (40%), and
+ * the findings of each side.
  */
-import { recent, roundsOf, targetOf } from '../detectors/queries.js';
-import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
+import { GUIDE_ACCURACY, recent, roundsOf, targetOf } from '../detectors/queries.js';
+import { SEVERITY_RANK, type Finding, type Params } from '../detectors/types.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
 import { signalShares } from '../runs/signal.js';
 import { detrend, fUpper, moments, welch } from '../stats/inference.js';
 
 const ALPHA = 0.05;
-const BAND: [number, number] = [0.25, 0.35];
-const MIN_SIGNAL_SHARE = 0.4;
-const GUIDE_ACCURACY = 0.48;
+
+/**
+ * The guide's targets, as the detectors that watch them are configured: the boundary share's band
+ * (boundary-share-low's band_low/band_high) and the boundary's least share of the signal
+ * (format-dominance's min_share), so `compare` and the alerts never disagree on what is healthy.
+ */
+export interface Targets {
+  band: [number, number];
+  minSignalShare: number;
+}
+
+export function targetsOf(detectors: Record<string, Params>): Targets {
+  const share = detectors['boundary-share-low'];
+  const format = detectors['format-dominance'];
+  return {
+    band: [Number(share?.['band_low'] ?? 0.25), Number(share?.['band_high'] ?? 0.35)],
+    minSignalShare: Number(format?.['min_share'] ?? 0.4),
+  };
+}
 
 export interface Side {
   run: string;
@@ -104,13 +121,18 @@ function side(run: RunState, picked: { round: RoundState; chosen: string }, find
   };
 }
 
-function bandDistance(x: number): number {
-  return x < BAND[0] ? BAND[0] - x : x > BAND[1] ? x - BAND[1] : 0;
+function pctBand(band: [number, number]): string {
+  return `${Math.round(band[0] * 100)}-${Math.round(band[1] * 100)}%`;
+}
+
+function bandDistance(x: number, band: [number, number]): number {
+  return x < band[0] ? band[0] - x : x > band[1] ? x - band[1] : 0;
 }
 
 export function compare(
   before: { run: RunState; round: number | null; findings: Finding[] },
   after: { run: RunState; round: number | null; findings: Finding[] },
+  targets: Targets,
 ): Comparison | string {
   const pb = pickRound(before.run, before.round);
   if (typeof pb === 'string') return pb;
@@ -169,25 +191,25 @@ export function compare(
       name: "accuracy reached the guide's 48%",
       before: a.reached_guide,
       after: b.reached_guide,
-      test: 'accuracy >= 0.48 at c = 0.5',
+      test: `accuracy >= ${GUIDE_ACCURACY} at c = 0.5`,
       p: null,
       outcome: a.reached_guide === b.reached_guide ? 'held' : b.reached_guide ? 'better' : 'worse',
     });
   }
   criteria.push({
-    name: 'post-filter boundary share, distance to 25-35%',
+    name: `post-filter boundary share, distance to ${pctBand(targets.band)}`,
     before: a.boundary_share,
     after: b.boundary_share,
     test: 'distance to the band',
     p: null,
     outcome: moved(
-      a.boundary_share === null ? null : bandDistance(a.boundary_share),
-      b.boundary_share === null ? null : bandDistance(b.boundary_share),
+      a.boundary_share === null ? null : bandDistance(a.boundary_share, targets.band),
+      b.boundary_share === null ? null : bandDistance(b.boundary_share, targets.band),
       0.01,
     ),
   });
   criteria.push({
-    name: "boundary's share of the signal (at least 40%)",
+    name: `boundary's share of the signal (at least ${Math.round(targets.minSignalShare * 100)}%)`,
     before: a.signal_share,
     after: b.signal_share,
     test: 'abs(w) x sd shares',
@@ -195,9 +217,9 @@ export function compare(
     outcome:
       a.signal_share === null || b.signal_share === null
         ? 'unknown'
-        : b.signal_share < MIN_SIGNAL_SHARE && b.signal_share < a.signal_share - 0.01
+        : b.signal_share < targets.minSignalShare && b.signal_share < a.signal_share - 0.01
           ? 'worse'
-          : b.signal_share >= MIN_SIGNAL_SHARE && a.signal_share < MIN_SIGNAL_SHARE
+          : b.signal_share >= targets.minSignalShare && a.signal_share < targets.minSignalShare
             ? 'better'
             : 'held',
   });

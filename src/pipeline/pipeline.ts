@@ -17,7 +17,6 @@ import type { RunJSON } from '../runs/run.js';
 import type { DetectContext } from '../detectors/types.js';
 import { FailureReport } from '../util/failures.js';
 import path from 'node:path';
-import { TfEventsDecoder } from '../parsers/tfevents.js';
 import { firstEventStep } from '../sources/record-tailer.js';
 
 /** A batch with more records than this is a backlog being read, not live appends. */
@@ -227,7 +226,7 @@ export class Pipeline {
     for (let i = 0; i + 1 < siblings.length; i++) {
       const older = siblings[i]!;
       if (older.stepLimit !== null) continue;
-      const first = await firstEventStep(siblings[i + 1]!.file, (r) => new TfEventsDecoder(this.opts.parser).decode(r));
+      const first = await firstEventStep(siblings[i + 1]!.file);
       if (first === null) continue;
       older.stepLimit = first;
       const run = this.registry.get(older.place.run);

@@ -1,4 +1,6 @@
 /** A compact unicode sparkline: `▁▂▄▇█▆▃`. Non-finite values show as a space. */
+import { resample } from '../stats/rolling.js';
+
 const BARS = '▁▂▃▄▅▆▇█';
 
 export function sparkline(values: readonly number[], width = 32): string {
@@ -15,24 +17,4 @@ export function sparkline(values: readonly number[], width = 32): string {
       return BARS[i];
     })
     .join('');
-}
-
-/** Averages consecutive values down to at most `width` points. */
-function resample(values: readonly number[], width: number): number[] {
-  if (values.length <= width) return [...values];
-  const out: number[] = [];
-  for (let i = 0; i < width; i++) {
-    const a = Math.floor((i * values.length) / width);
-    const b = Math.floor(((i + 1) * values.length) / width);
-    let sum = 0;
-    let n = 0;
-    for (let j = a; j < b; j++) {
-      if (Number.isFinite(values[j])) {
-        sum += values[j]!;
-        n++;
-      }
-    }
-    out.push(n > 0 ? sum / n : NaN);
-  }
-  return out;
 }

@@ -6,6 +6,7 @@
  * record, counted. The file is identified by device and inode; a file that shrank was rewritten.
  */
 import { constants, promises as fsp } from 'node:fs';
+import { decodeEvent } from '../parsers/tfevents.js';
 import { frames, MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
 import type { ReadOutcome } from './tailer.js';
 
@@ -91,7 +92,7 @@ export class RecordTailer {
 }
 
 /** The step of the first scalar event of an event file (its first 64 KiB), or null. */
-export async function firstEventStep(file: string, decode: (records: Uint8Array[]) => { step: number | null }[]): Promise<number | null> {
+export async function firstEventStep(file: string): Promise<number | null> {
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -101,8 +102,15 @@ export async function firstEventStep(file: string, decode: (records: Uint8Array[
   try {
     const buf = Buffer.alloc(64 << 10);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    const recs = decode(frames(buf.subarray(0, bytesRead)).records);
-    return recs.find((r) => r.step !== null)?.step ?? null;
+    for (const rec of frames(buf.subarray(0, bytesRead)).records) {
+      try {
+        const e = decodeEvent(rec);
+        if (e.step !== null && e.scalars.length > 0) return e.step;
+      } catch {
+        // Not an event: the next one may be.
+      }
+    }
+    return null;
   } finally {
     await fh.close();
   }

@@ -371,3 +371,23 @@ export class Curve {
     return c;
   }
 }
+
+/** Averages consecutive values down to at most `width` points. */
+export function resample(values: readonly number[], width: number): number[] {
+  if (values.length <= width) return [...values];
+  const out: number[] = [];
+  for (let i = 0; i < width; i++) {
+    const a = Math.floor((i * values.length) / width);
+    const b = Math.floor(((i + 1) * values.length) / width);
+    let sum = 0;
+    let n = 0;
+    for (let j = a; j < b; j++) {
+      if (Number.isFinite(values[j])) {
+        sum += values[j]!;
+        n++;
+      }
+    }
+    out.push(n > 0 ? sum / n : NaN);
+  }
+  return out;
+}
