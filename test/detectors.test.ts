@@ -61,6 +61,29 @@ describe('scenarios: exactly the expected findings over 20 seeds', () => {
   }
 });
 
+describe("frozen-generator weighs the generator's own logs", () => {
+  test('critical where every curve repeats or a generator round is missing; a warning to check where only the selector repeats', async () => {
+    const frozen = await confusion(SEEDS.slice(0, 8), ['frozen-generator']);
+    for (const o of frozen.outcomes) {
+      const f = o.findings.filter((x) => x.detector === 'frozen-generator');
+      assert.ok(
+        f.some((x) => x.severity === 'critical'),
+        `seed ${o.seed}: ${f.map((x) => x.severity).join()}`,
+      );
+    }
+    const old = await confusion(SEEDS.slice(0, 8), ['old-checkpoint']);
+    for (const o of old.outcomes) {
+      const f = o.findings.filter((x) => x.detector === 'frozen-generator');
+      assert.ok(f.length > 0, `seed ${o.seed}: no finding`);
+      for (const x of f) {
+        assert.equal(x.severity, 'warning', `seed ${o.seed} round ${x.round}: ${x.message}`);
+        assert.match(x.message, /the generator's own logs say it changed/);
+        assert.match(x.recommendation ?? '', new RegExp(`selector round ${x.round} loads generator round ${x.round! - 1}'s checkpoint`));
+      }
+    }
+  });
+});
+
 describe('findings carry evidence and a recommendation from the run', () => {
   test('aggressive filter: critical, pre/post shares, thresholds that reach the band', async () => {
     const o = await runScenario('aggressive-filter', 3);

@@ -2,16 +2,23 @@
  * frozen-generator: the generator was not updated between rounds, so selector round k+1 aims at
  * an old boundary. Three signs: generator round k is missing or empty (or stopped far short of
  * round k-1) while selector round k+1 trains; selector round k+1's smoothed boundary curve
- * matches round k's within the within-round noise; or the generator's accuracy curve repeats the
- * previous round's. "Within the noise" is an NRMSE: the RMS difference of the two curves' segment
- * means over the RMS difference noise alone gives (the segment means' own noise, from neighbour
- * differences), and means that Welch's test cannot tell apart: a round that improved is not frozen.
+ * matches round k's within the within-round noise (and so does its accuracy on the selected
+ * evidence, where it is logged); or the generator's accuracy curve repeats the previous round's,
+ * starting over rather than carrying on. "Within the noise" is an NRMSE: the RMS difference of
+ * the two curves' segment means over the RMS difference noise alone gives (the segment means' own
+ * noise, from neighbour differences), and means that Welch's test cannot tell apart.
+ *
+ * The selector's curves are second-hand evidence. When the generator's own logs say it moved (its
+ * accuracy differs from the round before without starting over, or, with no earlier round, it
+ * trained within its round), a repeating selector is not a diagnosis: at most a warning asking
+ * whether the selector's rollouts load the new checkpoint, and only when the selector visibly
+ * started over (a selector at a plateau repeats itself whatever the generator did).
  */
 import type { RoundState } from '../runs/round.js';
 import { periodic } from './boundary-oscillation.js';
 import { recent, roundsOf, segmentMeans, seriesSpan } from './queries.js';
 import { mannKendall, moments, noiseSd, normalCdf, theilSen, welch } from '../stats/inference.js';
-import type { Detector, Draft, Params } from './types.js';
+import { SEVERITY_RANK, type Detector, type Draft, type Params } from './types.js';
 import { round3 } from '../util/format.js';
 
 interface P extends Params {
@@ -82,9 +89,41 @@ export function curveMatch(a: RoundState, b: RoundState, name: string, segments:
  * where a ended: both rounds moved within themselves the same way (Stouffer's combination of
  * their serial-corrected Mann-Kendall z), and b's level is nearer a's than a's level plus a's move.
  */
-function startedOver(a: RoundState, b: RoundState, m: CurveMatch, alpha: number): boolean {
-  const z = (mannKendall(recent(a, 'accuracy').values, true).z + mannKendall(recent(b, 'accuracy').values, true).z) / Math.SQRT2;
+function startedOver(a: RoundState, b: RoundState, m: CurveMatch, alpha: number, name = 'accuracy'): boolean {
+  const z = (mannKendall(recent(a, name).values, true).z + mannKendall(recent(b, name).values, true).z) / Math.SQRT2;
   return 2 * normalCdf(-Math.abs(z)) < alpha && Math.abs(m.shift) < Math.abs(m.shift - m.move_within);
+}
+
+/**
+ * What the generator's own logs say about rounds k-2 -> k-1: it moved when its accuracy differs
+ * from the round before without starting over, or when it trained within round k-1 (a
+ * significant trend of its accuracy) and there is no round k-2 it could have started over from.
+ */
+function generatorMoved(
+  before: RoundState | undefined,
+  g: RoundState | undefined,
+  m: CurveMatch | null,
+  p: P,
+): { reason: string; evidence: Record<string, unknown> } | null {
+  if (g === undefined || g.steps < p.min_steps || !g.series.has('accuracy')) return null;
+  if (m !== null && before !== undefined) {
+    if (m.p_means_differ < p.alpha && !startedOver(before, g, m, p.alpha))
+      return {
+        reason: `generator round ${g.round}'s accuracy differs from round ${before.round}'s by ${m.shift} (p=${m.p_means_differ})`,
+        evidence: { kind: 'between-rounds', rounds: [before.round, g.round], shift: m.shift, p_means_differ: m.p_means_differ },
+      };
+    return null;
+  }
+  if (before !== undefined) return null;
+  const values = recent(g, 'accuracy').values;
+  const mk = mannKendall(values, true);
+  const pTrend = 2 * Math.min(mk.pUp, mk.pDown);
+  if (pTrend >= p.alpha) return null;
+  const change = round3(theilSen(values) * (values.length - 1));
+  return {
+    reason: `its accuracy moved by ${change} within generator round ${g.round} (Mann-Kendall z=${mk.z.toFixed(1)})`,
+    evidence: { kind: 'within-round', round: g.round, theil_sen_change: change, mann_kendall_z: round3(mk.z) },
+  };
 }
 
 function iso(t: number | null): string | null {
@@ -146,24 +185,40 @@ export const frozenGenerator: Detector<P> = {
           step = s.firstStep! + p.min_steps - 1;
         }
       }
-      // 3 first: when the generator's own accuracy clearly moved between its rounds, it was
-      // updated, and a selector curve that repeats (a noisy boundary reward, e.g. K = 2) proves nothing.
+      // The generator's side: did it move between selector rounds k-1 and k? Its own accuracy
+      // differs from the round before (and did not start over), or it trained in round k-1 (a
+      // trend within the round) and carried on from its round k-2 rather than starting over.
       const gm = curves(generators, 'accuracy', k - 1);
-      const generatorMoved = gm !== null && gm.p_means_differ < p.alpha;
-      // 2. Selector round k repeats round k-1's boundary curve.
-      const sm = generatorMoved ? null : curves(selectors, 'boundary', k);
-      if (sm !== null && sm.nrmse <= p.max_nrmse && sm.p_means_differ >= p.alpha) {
+      const moved = s === undefined || s.steps < p.min_steps ? null : generatorMoved(gen.get(k - 2), gen.get(k - 1), gm, p);
+      // 2. Selector round k repeats round k-1's boundary curve, and the accuracy on the evidence it
+      // picks repeats too: a restarted selector that meets a changed generator gets a different
+      // accuracy for the same evidence, so a differing accuracy curve rules the repeat out.
+      const sm = s === undefined ? null : curves(selectors, 'boundary', k);
+      const am = sm === null ? null : curves(selectors, 'accuracy', k);
+      let repeatOnly = false;
+      if (
+        sm !== null &&
+        s !== undefined &&
+        sm.nrmse <= p.max_nrmse &&
+        sm.p_means_differ >= p.alpha &&
+        !(am !== null && am.p_means_differ < p.alpha)
+      ) {
         signs.push(
-          `selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)`,
+          `selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)` +
+            (am !== null ? ` and so does its accuracy on the selected evidence (NRMSE ${am.nrmse})` : ''),
         );
         evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse };
+        if (am !== null) evidence['selector_accuracy_curves'] = { rounds: [k - 1, k], ...am };
         step ??= s?.lastStep ?? null;
+        repeatOnly = true;
       }
       // 3. Generator round k-1 repeats round k-2's accuracy curve. A reset generator still learns
       // within each round, the same way twice, and starts each round from the same level: two flat
       // curves at one level, one rising and one falling within the noise, or a decline that carries
       // on from round to round are what an updated generator that does not improve draws.
       if (
+        s !== undefined &&
+        s.steps >= p.min_steps &&
         gm !== null &&
         gm.nrmse <= p.max_nrmse &&
         gm.p_means_differ >= p.alpha &&
@@ -171,10 +226,36 @@ export const frozenGenerator: Detector<P> = {
       ) {
         signs.push(`generator round ${k - 1}'s accuracy curve repeats round ${k - 2}'s (NRMSE ${gm.nrmse})`);
         evidence['generator_curves'] = { rounds: [k - 2, k - 1], ...gm, max_nrmse: p.max_nrmse };
-        step ??= s?.lastStep ?? gen.get(k - 1)?.lastStep ?? null;
+        step ??= s.lastStep ?? null;
+        repeatOnly = false;
       }
+      if (evidence['generator_round'] !== undefined) repeatOnly = false;
       if (signs.length === 0) continue;
       evidence['last_generator_output'] = iso(since);
+      if (repeatOnly && moved !== null) {
+        // The selector's curves alone against the generator's own logs: ask, do not diagnose; and
+        // only when selector round k started over (its curve moved within round k-1 and round k
+        // begins where k-1 began): a selector that carries on at a plateau repeats its curve within
+        // the noise whatever the generator did (it tracks the generator's boundary).
+        const a = sel.get(k - 1)!;
+        const restarted = (['accuracy', 'boundary'] as const).find((name) => {
+          const m = name === 'boundary' ? sm : am;
+          return m !== null && startedOver(a, s!, m, p.alpha, name);
+        });
+        if (restarted === undefined) continue;
+        evidence['generator_moved'] = moved.evidence;
+        evidence['selector_started_over'] = restarted;
+        out.push({
+          round: k,
+          step,
+          severity: SEVERITY_RANK[p.severity] > SEVERITY_RANK.warning ? 'warning' : p.severity,
+          message: `Selector round ${k} starts over where round ${k - 1} began (its ${restarted} moved within round ${k - 1}): ${signs.join('; ')}, although the generator's own logs say it changed (${moved.reason}).`,
+          evidence,
+          recommendation: `Check that selector round ${k} loads generator round ${k - 1}'s checkpoint for its rollouts: the generator trained, but the selector's rollouts answer as before.`,
+          series: { role: 'selector', round: k, name: 'boundary' },
+        });
+        continue;
+      }
       const what =
         evidence['generator_round'] !== undefined
           ? `generator round ${k - 1}'s output`

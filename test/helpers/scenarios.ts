@@ -23,7 +23,11 @@ export type ScenarioName =
   | 'nan-rewards'
   | 'stale'
   | 'round-regression'
-  | 'reward-collapse';
+  | 'reward-collapse'
+  | 'repeating-selector'
+  | 'noisy-ramp'
+  | 'falling-generator'
+  | 'old-checkpoint';
 
 /** The detector ids each scenario must produce, and nothing else. */
 export const EXPECTED: Record<ScenarioName, string[]> = {
@@ -39,6 +43,16 @@ export const EXPECTED: Record<ScenarioName, string[]> = {
   stale: ['stale-run'],
   'round-regression': ['round-regression'],
   'reward-collapse': ['reward-collapse'],
+  // Each selector round's boundary curve repeats the round before (same ramp, within noise) while
+  // the generator learns: a repeating selector curve alone is no diagnosis.
+  'repeating-selector': [],
+  // A rising ramp with noise of sd 0.07 over 300 steps a round: no swing to report.
+  'noisy-ramp': [],
+  // A loose filter whose generator falls steadily within each round and from round to round.
+  'falling-generator': ['boundary-share-high', 'generator-regression'],
+  // The generator learns round after round, but every selector round repeats round 1 (its
+  // rollouts load the first checkpoint): a warning asking to check, not a critical diagnosis.
+  'old-checkpoint': ['frozen-generator'],
 };
 
 export const SCENARIO_NAMES = Object.keys(EXPECTED) as ScenarioName[];
@@ -92,6 +106,10 @@ interface Plan {
   /** How long ago the last write was (ms). */
   endsAgo: number;
   finished: boolean;
+  /** Selector steps a round (default SEL_STEPS). */
+  selSteps?: number;
+  /** AR(1) coefficient of the noise (default: 0 for even seeds, 0.4 for odd). */
+  phi?: number;
 }
 
 const SEL_STEPS = 160;
@@ -177,6 +195,51 @@ function plan(name: ScenarioName, r: () => number, seed: number): Plan {
     case 'reward-collapse':
       rounds[2]!.collapseAt = 50 + Math.floor(r() * 40);
       return base;
+    case 'repeating-selector': {
+      // Noise levels 0.03-0.09 by seed; the selector's accuracy starts higher each round.
+      const sd = [0.03, 0.05, 0.07, 0.09][seed % 4]!;
+      return {
+        ...base,
+        rounds: [
+          { boundary: [0.6, 0.04, sd], selAcc: [0.4, 0.43, 0.015], genAcc: [0.39, 0.42, 0.012] },
+          { boundary: [0.6, 0.04, sd], selAcc: [0.43, 0.46, 0.015], genAcc: [0.42, 0.45, 0.012] },
+          { boundary: [0.6, 0.04, sd], selAcc: [0.46, 0.49, 0.015], genAcc: [0.45, 0.48, 0.012] },
+        ],
+      };
+    }
+    case 'noisy-ramp':
+      return {
+        ...base,
+        selSteps: 300,
+        phi: 0,
+        rounds: [
+          { boundary: [0.5, 0.1, 0.07], selAcc: [0.4, 0.44, 0.015], genAcc: [0.4, 0.43, 0.012] },
+          { boundary: [0.6, 0.1, 0.07], selAcc: [0.44, 0.47, 0.015], genAcc: [0.43, 0.46, 0.012] },
+          { boundary: [0.7, 0.08, 0.07], selAcc: [0.47, 0.49, 0.015], genAcc: [0.46, 0.49, 0.012] },
+        ],
+      };
+    case 'old-checkpoint': {
+      const sel = { boundary: [0.55, 0.03, 0.07], selAcc: [0.4, 0.44, 0.015] } as const;
+      return {
+        ...base,
+        rounds: [
+          { boundary: [...sel.boundary], selAcc: [...sel.selAcc], genAcc: [0.4, 0.43, 0.012] },
+          { boundary: [...sel.boundary], selAcc: [...sel.selAcc], genAcc: [0.43, 0.46, 0.012] },
+          { boundary: [...sel.boundary], selAcc: [...sel.selAcc], genAcc: [0.46, 0.49, 0.012] },
+        ],
+      };
+    }
+    case 'falling-generator':
+      return {
+        ...base,
+        easy: 0.62,
+        unsolvable: 0.38,
+        rounds: [
+          { boundary: [0.6, 0.02, 0.06], selAcc: [0.47, 0.44, 0.015], genAcc: [0.47, 0.44, 0.012] },
+          { boundary: [0.6, 0.02, 0.06], selAcc: [0.44, 0.41, 0.015], genAcc: [0.44, 0.41, 0.012] },
+          { boundary: [0.6, 0.02, 0.06], selAcc: [0.41, 0.38, 0.015], genAcc: [0.41, 0.38, 0.012] },
+        ],
+      };
   }
 }
 
@@ -203,8 +266,9 @@ const f4 = (x: number): string => (Number.isFinite(x) ? String(Math.round(x * 1e
 export function scenarioWrites(name: ScenarioName, seed: number, now = Date.now()): Write[] {
   const r = rng((seed * 7919 + name.length) * 2654435761);
   const p = plan(name, r, seed);
-  const noise = new Noise(r, seed % 2 === 1 ? 0.4 : 0);
-  const steps = p.rounds.length * (SEL_STEPS + GEN_STEPS) + 2;
+  const noise = new Noise(r, p.phi ?? (seed % 2 === 1 ? 0.4 : 0));
+  const selSteps = p.selSteps ?? SEL_STEPS;
+  const steps = p.rounds.length * (selSteps + GEN_STEPS) + 2;
   let t = now - p.endsAgo - steps * INTERVAL;
   const out: Write[] = [];
   const w = (file: string, text: string): void => void out.push({ file, text, time: t });
@@ -229,10 +293,10 @@ export function scenarioWrites(name: ScenarioName, seed: number, now = Date.now(
   for (const [i, rp] of p.rounds.entries()) {
     const round = i + 1;
     const selDir = `outputs/selector_round${round}`;
-    for (let s = 1; s <= SEL_STEPS; s++) {
+    for (let s = 1; s <= selSteps; s++) {
       if (p.stopAt !== undefined && round === p.stopAt.round && s > p.stopAt.step) return out;
       t += INTERVAL;
-      const x = (s - 1) / (SEL_STEPS - 1);
+      const x = (s - 1) / (selSteps - 1);
       let b = rp.boundary[0] + rp.boundary[1] * x + rp.boundary[2] * noise.next();
       if (rp.oscillation !== undefined) b += rp.oscillation.amplitude * Math.sin((2 * Math.PI * s) / rp.oscillation.period);
       let acc = rp.selAcc[0] + (rp.selAcc[1] - rp.selAcc[0]) * x + rp.selAcc[2] * noise.next();
