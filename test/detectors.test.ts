@@ -15,7 +15,7 @@ import { FilterStats } from '../src/runs/filter.js';
 import { DetectorEngine } from '../src/detectors/engine.js';
 import type { Detector } from '../src/detectors/types.js';
 import { RunState } from '../src/runs/run.js';
-import { confusion, runScenario } from './helpers/confusion.js';
+import { confusion, placeMatchesStory, runScenario } from './helpers/confusion.js';
 import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
 import { DEFAULTS } from './helpers/defaults.js';
 import { REPO } from './helpers/fs.js';
@@ -57,6 +57,11 @@ describe('scenarios: exactly the expected findings over 20 seeds', () => {
         [],
         wrong.flatMap((o) => o.findings.map((f) => `seed ${o.seed} ${f.detector}: ${f.message}`)).join('\n'),
       );
+      // One story: a finding's round is the latest round its message speaks of.
+      const astray = outcomes.flatMap((o) =>
+        o.findings.filter((f) => !placeMatchesStory(f)).map((f) => `seed ${o.seed} ${f.detector} round ${f.round}: ${f.message}`),
+      );
+      assert.deepEqual(astray, []);
     });
   }
 });

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import { SIM_SCENARIO_NAMES } from '../src/sim/scenarios.js';
 import { barwatch, barwatchAsync } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
+import { placeMatchesStory } from './helpers/confusion.js';
 import { asExpected, runSim } from './helpers/sim-confusion.js';
 
 describe('barwatch simulate', () => {
@@ -22,6 +23,7 @@ describe('barwatch simulate', () => {
           `${name} seed ${seed}: ${o.ids.join(', ') || '(none)'}\n${o.findings.map((f) => `  ${f.detector}: ${f.message}`).join('\n')}`,
         );
         if (name === 'healthy') assert.deepEqual(o.ids, []);
+        for (const f of o.findings) assert.ok(placeMatchesStory(f), `${name} seed ${seed} ${f.detector} round ${f.round}: ${f.message}`);
       }
     });
   }

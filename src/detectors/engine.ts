@@ -36,6 +36,11 @@ function progress(run: RunState): number {
   return n;
 }
 
+/** Whether a draft is about the same round and series as the finding it updates. */
+function samePlace(f: Finding, d: Draft): boolean {
+  return f.round === d.round && f.series?.role === d.series?.role && f.series?.name === d.series?.name;
+}
+
 export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
   /** Keys of active findings by `run|detector`, so judging one detector does not scan them all. */
@@ -171,10 +176,11 @@ export class DetectorEngine {
         detector: d.id,
         severity: draft.severity,
         run: run.id,
-        // The round and step at which it first held stay together (a run-scoped finding may
-        // concern later rounds since; its message and evidence are the latest).
-        round: prev !== undefined ? prev.round : draft.round,
-        step: prev !== undefined ? prev.step : draft.step,
+        // One story: the round and step go with the message and evidence. Within a round and series
+        // the step at which the finding first held stays; when a run-scoped finding moves on to
+        // another round or series (a later round fell further), its place moves with its story.
+        round: prev !== undefined && samePlace(prev, draft) ? prev.round : draft.round,
+        step: prev !== undefined && samePlace(prev, draft) ? prev.step : draft.step,
         message: draft.message,
         evidence: draft.evidence,
         recommendation: draft.recommendation,

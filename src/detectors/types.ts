@@ -42,7 +42,8 @@ export interface Detector<P extends Params = Params> {
   every(p: P): number;
   /**
    * `round`: one finding per round (a swing in round 2 and one in round 3 are two findings).
-   * `run`: one finding per run, which follows the latest round it concerns without restarting.
+   * `run`: one finding per run, which follows the latest round it concerns without restarting
+   * (its round, step, message and evidence move together).
    */
   readonly scope: 'round' | 'run';
   /** Only meaningful with a clock (stale-run): evaluated on timers and at the end, not per step. */

@@ -56,3 +56,9 @@ export function tableOf(
   }
   return lines.join('\n');
 }
+
+/** Whether a finding's round is the latest round its message names (messages naming none pass). */
+export function placeMatchesStory(f: { round: number | null; message: string }): boolean {
+  const named = [...f.message.matchAll(/\bround (\d+)\b/g)].map((m) => Number(m[1]));
+  return named.length === 0 || f.round === Math.max(...named);
+}
