@@ -16,6 +16,7 @@ import { DetectorEngine } from '../src/detectors/engine.js';
 import type { Detector } from '../src/detectors/types.js';
 import { RunState } from '../src/runs/run.js';
 import { confusion, placeMatchesStory, runScenario } from './helpers/confusion.js';
+import { NOISE_MODELS, noiseFalsePositives } from './helpers/noise.js';
 import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
 import { DEFAULTS } from './helpers/defaults.js';
 import { REPO } from './helpers/fs.js';
@@ -64,6 +65,19 @@ describe('scenarios: exactly the expected findings over 20 seeds', () => {
       assert.deepEqual(astray, []);
     });
   }
+});
+
+describe('boundary-oscillation on long healthy noise', () => {
+  test('no round of white or AR(1) 0.4 noise (sd 0.07, flat or ramping) fires; a swing of sd 0.1 in the same noise does', () => {
+    for (const m of NOISE_MODELS.filter((x) => x.sd === 0.07 && x.phi <= 0.4)) {
+      const r = noiseFalsePositives(m, 200, 300);
+      assert.ok(r.evaluations >= 2000);
+      assert.equal(r.firingRounds, 0, m.name);
+    }
+    // The same judge on the same noise with a swing of period 12 added fires on every round.
+    const swing = { ...NOISE_MODELS[3]!, name: 'swing', mean: (x: number) => 0.6 + 0.14 * Math.sin((2 * Math.PI * x * 299) / 12) };
+    assert.equal(noiseFalsePositives(swing, 50, 300).firingRounds, 50);
+  });
 });
 
 describe("frozen-generator weighs the generator's own logs", () => {

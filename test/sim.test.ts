@@ -28,7 +28,7 @@ describe('barwatch simulate', () => {
     });
   }
 
-  test('high-lr: the swing has one period in every window; an updated generator that stalls is not called frozen', async () => {
+  test('high-lr: a swing with one period in every window; an updated generator that stalls is not called frozen', async () => {
     // Seed 7: the generator's accuracy rises in round 2 and falls in round 3, within the noise of
     // one curve; before frozen-generator asked whether round 3 started over, this read as frozen.
     const o = await runSim('high-lr', 7);
@@ -36,7 +36,8 @@ describe('barwatch simulate', () => {
     assert.ok(!o.ids.includes('frozen-generator'));
     const swings = o.findings.filter((f) => f.detector === 'boundary-oscillation');
     assert.ok(swings.length > 0);
-    for (const f of swings) assert.match(f.message, /swings with a period of about \d+ steps/);
+    assert.ok(swings.some((f) => /swings with a period of about \d+ steps/.test(f.message)));
+    for (const f of swings) assert.match(f.message, /swings with a period of about \d+ steps|stays erratic/);
   });
 
   test('writes the canonical layout; bad arguments are refused', () => {

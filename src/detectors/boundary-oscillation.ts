@@ -1,10 +1,14 @@
 /**
  * boundary-oscillation: the selector's boundary reward swings instead of converging. Direction
  * changes mean nothing (healthy runs change direction on 56%-71% of steps), so the detector
- * looks for what persists: a spectral peak at periods min_period-max_period steps holding more
- * than min_share of the non-DC power of the detrended series, in `windows` consecutive windows
- * of `window` steps (hop window/2), with a consistent period; or a detrended spread that stays
- * above high_sd in every window, does not fall, while the mean does not rise.
+ * looks for what persists: a spectral peak (a local maximum of the spectrum) at periods
+ * min_period-max_period steps holding more than min_share of the non-DC power of the detrended
+ * series, of sd min_amplitude or more, in `windows` consecutive windows of `window` steps (hop
+ * window/2), with a consistent period; and, since overlapping windows share their noise, the
+ * same peak over the whole span, coherent (min_span_share) and standing out from red noise
+ * (min_contrast: autocorrelated training noise piles its power at long periods). Or a detrended
+ * spread that stays above high_sd in every window, does not fall, while the mean does not rise.
+ * False-positive rates on long white and AR(1) noise: scripts/noise-fp.ts.
  */
 import { recent, roundsOf } from './queries.js';
 import { detrend, mannKendall, moments, spectralPeak, theilSen, type SpectralPeak } from '../stats/inference.js';
@@ -19,6 +23,10 @@ interface P extends Params {
   min_share: number;
   /** The periodic component must be at least this large (sd, reward units). */
   min_amplitude: number;
+  /** Over the whole span: the peak's power over what autocorrelated (AR(1), red) noise would put in its band. */
+  min_contrast: number;
+  /** Over the whole span: the share of the detrended power the coherent peak must hold. */
+  min_span_share: number;
   /** Detrended sd at or above this in every window counts as "stays high". */
   high_sd: number;
 }
@@ -37,7 +45,7 @@ function strongPeak(k: SpectralPeak | null, p: Pick<P, 'min_share' | 'min_amplit
   return k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude;
 }
 
-const boundaryOscillationDefaults: P = {
+export const boundaryOscillationDefaults: P = {
   enabled: true,
   severity: 'warning',
   window: 64,
@@ -45,9 +53,58 @@ const boundaryOscillationDefaults: P = {
   min_period: 4,
   max_period: 32,
   min_share: 0.3,
-  min_amplitude: 0.03,
+  // A swing smaller than this (sd 0.05, +-0.07 at its peaks) hides in healthy noise of sd 0.07:
+  // AR(1) noise of that size drew "peaks" of sd 0.03-0.045 (scripts/noise-fp.ts).
+  min_amplitude: 0.05,
+  min_contrast: 3,
+  min_span_share: 0.3,
   high_sd: 0.15,
 };
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+export interface SpanVerdict {
+  cyclic: boolean;
+  peaks: (SpectralPeak | null)[];
+  sds: number[];
+  mk: ReturnType<typeof mannKendall>;
+  rise: number;
+}
+
+/**
+ * The two criteria on the last `window + (windows - 1) * hop` values of a round: a consistent
+ * strong spectral peak in every window, or a detrended spread that stays high without the mean
+ * rising. Null when neither holds (or too few values).
+ */
+export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
+  const hop = Math.max(1, Math.floor(p.window / 2));
+  const span = p.window + (p.windows - 1) * hop;
+  if (values.length < span) return null;
+  const last = values.slice(-span);
+  const wins: number[][] = [];
+  for (let i = 0; i < p.windows; i++) wins.push(last.slice(i * hop, i * hop + p.window));
+  const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
+  // The windows overlap by half, so one noise bump can show in two of them: the swing must also
+  // hold over the whole span, one coherent peak at the windows' period (noise does not keep phase).
+  const whole = spectralPeak(last, p.min_period, p.max_period);
+  const cyclic =
+    peaks.every((k) => strongPeak(k, p)) &&
+    Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6 &&
+    whole !== null &&
+    whole.share > p.min_span_share &&
+    whole.contrast >= p.min_contrast &&
+    Math.abs(Math.log(whole.period / median(peaks.map((k) => k.period)))) <= Math.log(1.6);
+  const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
+  const mk = mannKendall(last);
+  const rise = mk.pUp < 0.05 ? theilSen(last) * (last.length - 1) : 0;
+  const rising = mk.pUp < 0.05 && rise >= 0.02;
+  const noisy = sds.every((s) => s >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]! && !rising;
+  if (!cyclic && !noisy) return null;
+  return { cyclic, peaks, sds, mk, rise };
+}
 
 export const boundaryOscillation: Detector<P> = {
   id: 'boundary-oscillation',
@@ -62,17 +119,9 @@ export const boundaryOscillation: Detector<P> = {
     for (const r of roundsOf(run, 'selector')) {
       const pts = recent(r, 'boundary', span);
       if (pts.values.length < span) continue;
-      const wins: number[][] = [];
-      for (let i = 0; i < p.windows; i++) wins.push(pts.values.slice(i * hop, i * hop + p.window));
-      const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
-      const cyclic =
-        peaks.every((k) => strongPeak(k, p)) && Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
-      const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
-      const mk = mannKendall(pts.values);
-      const rise = mk.pUp < 0.05 ? theilSen(pts.values) * (pts.values.length - 1) : 0;
-      const rising = mk.pUp < 0.05 && rise >= 0.02;
-      const noisy = sds.every((s) => s >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]! && !rising;
-      if (!cyclic && !noisy) continue;
+      const v = judgeSpan(pts.values, p);
+      if (v === null) continue;
+      const { peaks, sds, mk, rise, cyclic } = v;
       const step = pts.steps[pts.steps.length - 1]!;
       const evidence: Record<string, unknown> = {
         window: p.window,
@@ -84,7 +133,7 @@ export const boundaryOscillation: Detector<P> = {
       let message: string;
       let recommendation: string;
       if (cyclic) {
-        const ps = peaks;
+        const ps = peaks as SpectralPeak[]; // every one strong when cyclic
         const period = ps.reduce((a, k) => a + k.period, 0) / ps.length;
         const share = Math.min(...ps.map((k) => k.share));
         const amp = ps.reduce((a, k) => a + k.amplitude, 0) / ps.length;

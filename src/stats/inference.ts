@@ -207,6 +207,12 @@ export interface SpectralPeak {
   share: number;
   /** Standard deviation of the periodic component at the peak. */
   amplitude: number;
+  /**
+   * The band's power over what red noise would put there: an AR(1) process with the residual's
+   * own lag-1 autocorrelation, scaled to the same total power. Training noise is autocorrelated,
+   * so its spectrum rises toward long periods; a swing must stand out from that slope.
+   */
+  contrast: number;
 }
 
 const trigTables = new Map<number, { cos: Float64Array; sin: Float64Array }>();
@@ -253,21 +259,51 @@ export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod
   if (!(total > 0)) return null;
   const kMin = Math.max(1, Math.ceil(n / maxPeriod));
   const kMax = Math.min(half, Math.floor(n / minPeriod));
+  // A band is the peak bin and its neighbours inside the range (a bin outside it, e.g. the
+  // slow bend a linear detrend leaves at the longest period, is not part of a swing).
+  const bandOf = (xs: number[], k: number): number => (k - 1 >= kMin ? xs[k - 1]! : 0) + xs[k]! + (k + 1 <= kMax ? xs[k + 1]! : 0);
   let best = -1;
   let bestBand = -1;
   for (let k = kMin; k <= kMax; k++) {
-    const band = (power[k - 1] ?? 0) * (k - 1 >= 1 ? 1 : 0) + power[k]! + (power[k + 1] ?? 0);
+    // A peak is a local maximum of the spectrum: at the long end of the range, red noise rises
+    // on toward longer periods, and that slope is not a swing.
+    if (power[k]! < power[k - 1]! || (k < half && power[k]! < power[k + 1]!)) continue;
+    const band = bandOf(power, k);
     if (band > bestBand) {
       bestBand = band;
       best = k;
     }
   }
   if (best < 0) return null;
+  // The red-noise background: an AR(1) spectrum at the lag-1 autocorrelation of what is left once
+  // the band's sinusoids are taken out (a swing left in would make the noise look red itself).
+  const rest = r.slice();
+  for (let k = Math.max(kMin, best - 1); k <= Math.min(kMax, best + 1); k++) {
+    let a = 0;
+    let b = 0;
+    for (let i = 0, j = 0; i < n; i++, j += k) {
+      if (j >= n) j -= n;
+      a += r[i]! * cos[j]!;
+      b += r[i]! * sin[j]!;
+    }
+    for (let i = 0, j = 0; i < n; i++, j += k) {
+      if (j >= n) j -= n;
+      rest[i]! -= (2 / n) * (a * cos[j]! + b * sin[j]!);
+    }
+  }
+  const phi = Math.max(0, Math.min(0.95, lag1(rest)));
+  const red = new Array<number>(half + 1).fill(0);
+  let redTotal = 0;
+  for (let k = 1; k <= half; k++) {
+    red[k] = 1 / (1 + phi * phi - 2 * phi * Math.cos((2 * Math.PI * k) / n));
+    redTotal += red[k]!;
+  }
   // The band's share of the windowed spectrum, applied to the unwindowed residual's variance:
   // the amplitude of the periodic component in the series' own units.
   const resVar = r.reduce((a, x) => a + x * x, 0) / n;
   const share = bestBand / total;
-  return { period: n / best, share, amplitude: Math.sqrt(share * resVar) };
+  const contrast = share / (bandOf(red, best) / redTotal);
+  return { period: n / best, share, amplitude: Math.sqrt(share * resVar), contrast };
 }
 
 /** Standard deviation of the noise around a slow curve: sd of first differences / sqrt(2). */
