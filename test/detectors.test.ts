@@ -8,7 +8,6 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
 import { suggestThresholds } from '../src/detectors/filter-thresholds.js';
-import { rebalance } from '../src/detectors/format-dominance.js';
 import { DETECTORS } from '../src/detectors/index.js';
 import { DETECTOR_IDS } from '../src/detectors/index.js';
 import { FilterStats } from '../src/runs/filter.js';
@@ -17,7 +16,8 @@ import type { Detector } from '../src/detectors/types.js';
 import { RunState } from '../src/runs/run.js';
 import { confusion, placeMatchesStory, runScenario } from './helpers/confusion.js';
 import { NOISE_MODELS, noiseFalsePositives } from './helpers/noise.js';
-import { EXPECTED, SCENARIO_NAMES } from './helpers/scenarios.js';
+import { EXPECTED, SCENARIO_NAMES, scenarioWrites } from './helpers/scenarios.js';
+import { runSim } from './helpers/sim-confusion.js';
 import { DEFAULTS } from './helpers/defaults.js';
 import { REPO } from './helpers/fs.js';
 
@@ -145,24 +145,62 @@ describe('findings carry evidence and a recommendation from the run', () => {
     assert.equal(s.kept, kept);
   });
 
-  test('the format weight format-dominance recommends gives the boundary 40% of the signal', () => {
-    const share = {
-      weights: { boundary: 0.5, relevance: 0.2, format: 1.5, count: 1 },
-      sd: { boundary: 0.25, relevance: 0.1, format: 0.35, count: 0.05 },
-      share: {},
-      spread: {},
-      varianceRatio: null,
-      window: 64,
-    };
-    const text = rebalance(share, 0.4, 3);
-    const m = /lower the format weight from 1.5 to ([\d.]+)/.exec(text)!;
-    const wf = Number(m[1]);
-    const b = 0.5 * 0.25;
-    const total = b + 0.2 * 0.1 + wf * 0.35 + 1 * 0.05;
-    assert.ok(b / total >= 0.4, `boundary share ${b / total} at format weight ${wf}`);
-    const mb = /raise the boundary weight from 0.5 to ([\d.]+)/.exec(text)!;
-    const wb = Number(mb[1]);
-    assert.ok((wb * 0.25) / (wb * 0.25 + 0.02 + 1.5 * 0.35 + 0.05) >= 0.4);
+  test("format-dominance: each weight it recommends, recomputed here from the run's spreads, clears both rules with a margin and reaches what it states", async () => {
+    for (const [run, seeds] of [
+      ['scenario', [3, 4]],
+      ['sim', [1, 2]],
+    ] as const) {
+      for (const seed of seeds) {
+        const f =
+          run === 'scenario'
+            ? (await runScenario('format-heavy', seed)).findings.find((x) => x.detector === 'format-dominance')!
+            : (await runSim('format-heavy', seed)).findings.find((x) => x.detector === 'format-dominance')!;
+        const ev = f.evidence as { weights: Record<string, number>; sd: Record<string, number>; ratio_limit: number; min_share: number };
+        // The boundary's share of the signal, |w_i| sd_i over the sum, written out here.
+        const share = (w: Record<string, number>): number => {
+          const part = (c: string): number => Math.abs(w[c] ?? 0) * (ev.sd[c] ?? 0);
+          return part('boundary') / ['boundary', 'relevance', 'format', 'count'].reduce((a, c) => a + part(c), 0);
+        };
+        const options = [
+          ...(f.recommendation ?? '').matchAll(
+            /(lower the format|raise the boundary) weight from [\d.]+ to ([\d.]+) \(which gives the boundary (\d+)% of the reward signal, with the format weight ([\d.]+)x/g,
+          ),
+        ];
+        assert.equal(options.length, 2, f.recommendation ?? '');
+        for (const [, which, value, statedShare, statedRatio] of options) {
+          const w = { ...ev.weights, [which!.includes('format') ? 'format' : 'boundary']: Number(value) };
+          const s = share(w);
+          const ratio = Math.abs(w['format']!) / Math.abs(w['boundary']!);
+          assert.ok(s >= ev.min_share + 0.05, `${run} ${seed} ${which} ${value}: share ${s}`);
+          assert.ok(ratio <= ev.ratio_limit - 0.5, `${run} ${seed} ${which} ${value}: ratio ${ratio}`);
+          // The evidence rounds each sd to three decimals: the stated share is within a point.
+          assert.ok(Math.abs(s * 100 - Number(statedShare)) <= 1, `${run} ${seed}: stated ${statedShare}%, recomputed ${s}`);
+          assert.ok(Math.abs(ratio - Number(statedRatio)) <= 0.005 + 1e-9, `${run} ${seed}: stated ${statedRatio}x, recomputed ${ratio}`);
+        }
+      }
+    }
+  });
+
+  test("filter thresholds boundary-share-low/high recommend, recounted here on the run's own questions, land in the middle of 25%-35%", async () => {
+    for (const [name, id] of [
+      ['aggressive-filter', 'boundary-share-low'],
+      ['loose-filter', 'boundary-share-high'],
+    ] as const) {
+      for (const seed of [2, 3]) {
+        const f = (await runScenario(name, seed)).findings.find((x) => x.detector === id)!;
+        const text = f.recommendation ?? '';
+        const easy = Number(/(?:set easy_threshold [\d.]+ -> |keep easy_threshold at )([\d.]+)/i.exec(text)?.[1]);
+        const unsolvable = Number(/(?:set unsolvable_threshold [\d.]+ -> |keep unsolvable_threshold at )([\d.]+)/i.exec(text)?.[1]);
+        const accs = scenarioWrites(name, seed)
+          .flatMap((w) => [...w.text.matchAll(/^\[filter\] id=\S+ acc=([\d.]+)/gm)])
+          .map((m) => Number(m[1]));
+        assert.equal(accs.length, 2000);
+        const kept = accs.filter((a) => a > unsolvable && a < easy);
+        const share = kept.filter((a) => a >= 0.4 && a <= 0.6).length / kept.length;
+        assert.ok(share >= 0.275 && share <= 0.325, `${name} ${seed}: ${unsolvable}/${easy} -> ${share}`);
+        assert.match(text, new RegExp(`keeps ${kept.length} of 2000 questions with a boundary share of ${Math.round(share * 100)}%`));
+      }
+    }
   });
 
   test('the K low-rollouts recommends meets the standard error bound, and K-1 does not', async () => {

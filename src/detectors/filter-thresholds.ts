@@ -26,6 +26,14 @@ export function suggestThresholds(
 ): ThresholdSuggestion | null {
   const total = f.preN;
   if (total === 0) return null;
+  // Aim at the middle half of the band first (25-35% -> 27.5-32.5%), so the result does not sit
+  // on an edge that the next run's histogram can push it over; the whole band only if that fails.
+  const quarter = (band[1] - band[0]) / 4;
+  return pick(f, [band[0] + quarter, band[1] - quarter], current) ?? pick(f, band, current);
+}
+
+function pick(f: FilterStats, band: [number, number], current: { easy?: number; unsolvable?: number }): ThresholdSuggestion | null {
+  const total = f.preN;
   let best: (ThresholdSuggestion & { cost: number }) | null = null;
   const mid = (band[0] + band[1]) / 2;
   for (let u = 0; u <= 8; u++) {

@@ -25,25 +25,42 @@ function floorTo(x: number, step: number): number {
   return Math.floor(x / step + 1e-9) * step;
 }
 
-/** The format weight (or boundary weight) that gives the boundary `target` of the signal. */
-export function rebalance(s: SignalShare, target: number, ratio: number): string {
+/** How far inside the rules a recommendation aims: this much more signal share, this fraction of the ratio limit. */
+export const SHARE_MARGIN = 0.1;
+export const RATIO_AIM = 2 / 3;
+
+/**
+ * The format weight (or boundary weight) that clears both rules with a margin: the boundary's
+ * share of the signal at least `minShare` + SHARE_MARGIN at the spreads observed, and the format
+ * weight at most RATIO_AIM x `ratio` x the boundary weight. Each option states what it reaches.
+ */
+export function rebalance(s: SignalShare, minShare: number, ratio: number): string {
   const w = s.weights;
   const sd = (c: Component): number => s.sd[c] ?? 0;
+  const target = Math.min(0.9, minShare + SHARE_MARGIN);
+  const aimRatio = RATIO_AIM * ratio;
   const bs = Math.abs(w.boundary) * sd('boundary');
   let others = 0;
   for (const c of COMPONENTS) if (c !== 'boundary' && c !== 'format') others += Math.abs(w[c]) * sd(c);
+  const shareAt = (wb: number, wf: number): number => {
+    const b = Math.abs(wb) * sd('boundary');
+    const total = b + Math.abs(wf) * sd('format') + others;
+    return total > 0 ? b / total : 0;
+  };
+  const reaches = (wb: number, wf: number): string =>
+    `which gives the boundary ${pct(shareAt(wb, wf))} of the reward signal, with the format weight ${(Math.abs(wf) / Math.abs(wb)).toFixed(2)}x the boundary weight`;
   const parts: string[] = [];
-  if (sd('format') > 0) {
-    const maxFormat = (bs / target - bs - others) / sd('format');
-    const cap = Math.min(maxFormat, ratio * Math.abs(w.boundary) - 0.05);
-    if (cap > 0) parts.push(`lower the format weight from ${w.format} to ${floorTo(cap, 0.05).toFixed(2)} or less`);
+  if (sd('format') > 0 && w.boundary !== 0) {
+    const forShare = (bs / target - bs - others) / sd('format');
+    const wf = floorTo(Math.min(forShare, aimRatio * Math.abs(w.boundary)), 0.05);
+    if (wf > 0) parts.push(`lower the format weight from ${w.format} to ${wf.toFixed(2)} (${reaches(w.boundary, wf)})`);
   }
   if (sd('boundary') > 0) {
-    const need = (target * (Math.abs(w.format) * sd('format') + others)) / ((1 - target) * sd('boundary'));
-    const minBoundary = Math.max(need, Math.abs(w.format) / ratio + 0.05);
-    parts.push(`raise the boundary weight from ${w.boundary} to ${(Math.ceil(minBoundary / 0.05 - 1e-9) * 0.05).toFixed(2)} or more`);
+    const forShare = (target * (Math.abs(w.format) * sd('format') + others)) / ((1 - target) * sd('boundary'));
+    const wb = Math.ceil(Math.max(forShare, Math.abs(w.format) / aimRatio) / 0.05 - 1e-9) * 0.05;
+    parts.push(`raise the boundary weight from ${w.boundary} to ${wb.toFixed(2)} (${reaches(wb, w.format)})`);
   }
-  return `${parts.join(', or ')}: at the spreads observed in this round that gives the boundary at least ${pct(target)} of the reward signal.`;
+  return `${parts.join(', or ')}; both rules are cleared with room to spare at the spreads observed in this round (the rules: under ${ratio}x and at least ${pct(minShare)} of the signal).`;
 }
 
 export const formatDominance: Detector<P> = {

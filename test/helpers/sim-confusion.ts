@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { analyzePaths } from '../../src/pipeline/analyze.js';
+import type { Finding } from '../../src/detectors/types.js';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger } from '../../src/util/log.js';
 import { SIM_SCENARIO_NAMES, SIM_SCENARIOS, type SimScenario, type SimScenarioName } from '../../src/sim/scenarios.js';
@@ -15,7 +16,7 @@ export interface SimOutcome {
   scenario: SimScenarioName;
   seed: number;
   ids: string[];
-  findings: { detector: string; round: number | null; step: number | null; message: string }[];
+  findings: Finding[];
 }
 
 export async function runSim(name: SimScenarioName, seed: number, rounds = 3): Promise<SimOutcome> {
