@@ -4,7 +4,7 @@
  * `node dist/scripts/confusion.js [seeds=20] [scenario]`
  */
 import { confusion } from '../test/helpers/confusion.js';
-import { EXPECTED, SCENARIO_NAMES, type ScenarioName } from '../test/helpers/scenarios.js';
+import { asExpectedScenario, SCENARIO_NAMES, type ScenarioName } from '../test/helpers/scenarios.js';
 
 const n = Number(process.argv[2] ?? 20);
 const only = process.argv[3] as ScenarioName | undefined;
@@ -14,7 +14,7 @@ const { outcomes, table } = await confusion(
 );
 console.log(table);
 for (const o of outcomes) {
-  if (o.ids.join() !== [...EXPECTED[o.scenario]].sort().join()) {
+  if (!asExpectedScenario(o)) {
     console.log(`\n${o.scenario} seed ${o.seed}: ${o.ids.join(', ') || '(none)'}`);
     for (const f of o.findings) console.log(`  ${f.detector} r${f.round} s${f.step}: ${f.message}`);
   }

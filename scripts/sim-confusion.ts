@@ -10,7 +10,7 @@ const n = Number(process.argv[2] ?? 10);
 const names = process.argv[3] ? (process.argv[3].split(',') as SimScenarioName[]) : SIM_SCENARIO_NAMES;
 const outcomes: SimOutcome[] = [];
 for (const name of names) for (let seed = 1; seed <= n; seed++) outcomes.push(await runSim(name, seed));
-console.log(tableOf(outcomes, SIM_EXPECTED, names, n));
+console.log(tableOf(outcomes, SIM_EXPECTED, names, n, asExpected));
 for (const name of names) console.log(`${name}: ${outcomes.filter((o) => o.scenario === name && asExpected(o)).length}/${n} as expected`);
 for (const o of outcomes) {
   if (!asExpected(o)) {

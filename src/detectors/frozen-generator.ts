@@ -8,11 +8,12 @@
  * the two curves' segment means over the RMS difference noise alone gives (the segment means' own
  * noise, from neighbour differences), and means that Welch's test cannot tell apart.
  *
- * The selector's curves are second-hand evidence. When the generator's own logs say it moved (its
- * accuracy differs from the round before without starting over, or, with no earlier round, it
- * trained within its round), a repeating selector is not a diagnosis: at most a warning asking
- * whether the selector's rollouts load the new checkpoint, and only when the selector visibly
- * started over (a selector at a plateau repeats itself whatever the generator did).
+ * The selector's curves are second-hand evidence, and count only when the selector started over
+ * (a selector at a plateau repeats itself whatever the generator did). Where generator round k
+ * has logs they decide: a repeat of its own (critical), or a move (its accuracy differs from the
+ * round before without starting over, or, with no earlier round, it trained within its round),
+ * against which a repeating selector is only a warning asking whether the selector's rollouts load
+ * the new checkpoint; logs that say neither leave the selector's repeat unreported.
  */
 import type { RoundState } from '../runs/round.js';
 import { periodic } from './boundary-oscillation.js';
@@ -191,23 +192,31 @@ export const frozenGenerator: Detector<P> = {
       const gm = curves(generators, 'accuracy', k - 1);
       const moved = s === undefined || s.steps < p.min_steps ? null : generatorMoved(gen.get(k - 2), gen.get(k - 1), gm, p);
       // 2. Selector round k repeats round k-1's boundary curve, and the accuracy on the evidence it
-      // picks repeats too: a restarted selector that meets a changed generator gets a different
-      // accuracy for the same evidence, so a differing accuracy curve rules the repeat out.
+      // picks repeats too (a restarted selector that meets a changed generator gets a different
+      // accuracy for the same evidence), and it repeats by starting over: its curve moved within
+      // round k-1 and round k begins where k-1 began. A selector that carries on at a plateau
+      // repeats its curve within the noise whatever the generator did (it tracks the boundary).
       const sm = s === undefined ? null : curves(selectors, 'boundary', k);
       const am = sm === null ? null : curves(selectors, 'accuracy', k);
+      const restarted =
+        sm === null ||
+        s === undefined ||
+        sm.nrmse > p.max_nrmse ||
+        sm.p_means_differ < p.alpha ||
+        (am !== null && am.p_means_differ < p.alpha)
+          ? undefined
+          : (['accuracy', 'boundary'] as const).find((name) => {
+              const m = name === 'boundary' ? sm : am;
+              return m !== null && startedOver(sel.get(k - 1)!, s, m, p.alpha, name);
+            });
       let repeatOnly = false;
-      if (
-        sm !== null &&
-        s !== undefined &&
-        sm.nrmse <= p.max_nrmse &&
-        sm.p_means_differ >= p.alpha &&
-        !(am !== null && am.p_means_differ < p.alpha)
-      ) {
+      if (restarted !== undefined && sm !== null) {
         signs.push(
           `selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)` +
-            (am !== null ? ` and so does its accuracy on the selected evidence (NRMSE ${am.nrmse})` : ''),
+            (am !== null ? ` and so does its accuracy on the selected evidence (NRMSE ${am.nrmse})` : '') +
+            `, starting over where round ${k - 1} began`,
         );
-        evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse };
+        evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse, started_over: restarted };
         if (am !== null) evidence['selector_accuracy_curves'] = { rounds: [k - 1, k], ...am };
         step ??= s?.lastStep ?? null;
         repeatOnly = true;
@@ -231,25 +240,19 @@ export const frozenGenerator: Detector<P> = {
       }
       if (evidence['generator_round'] !== undefined) repeatOnly = false;
       if (signs.length === 0) continue;
+      // The selector's repeat alone, where the generator's own logs of round k-1 say neither that
+      // it moved nor that it repeated itself: they are the better witness, and they do not agree.
+      const g = gen.get(k - 1);
+      if (repeatOnly && moved === null && g !== undefined && g.steps >= p.min_steps && g.series.has('accuracy')) continue;
       evidence['last_generator_output'] = iso(since);
       if (repeatOnly && moved !== null) {
-        // The selector's curves alone against the generator's own logs: ask, do not diagnose; and
-        // only when selector round k started over (its curve moved within round k-1 and round k
-        // begins where k-1 began): a selector that carries on at a plateau repeats its curve within
-        // the noise whatever the generator did (it tracks the generator's boundary).
-        const a = sel.get(k - 1)!;
-        const restarted = (['accuracy', 'boundary'] as const).find((name) => {
-          const m = name === 'boundary' ? sm : am;
-          return m !== null && startedOver(a, s!, m, p.alpha, name);
-        });
-        if (restarted === undefined) continue;
+        // The selector's curves alone against the generator's own logs: ask, do not diagnose.
         evidence['generator_moved'] = moved.evidence;
-        evidence['selector_started_over'] = restarted;
         out.push({
           round: k,
           step,
           severity: SEVERITY_RANK[p.severity] > SEVERITY_RANK.warning ? 'warning' : p.severity,
-          message: `Selector round ${k} starts over where round ${k - 1} began (its ${restarted} moved within round ${k - 1}): ${signs.join('; ')}, although the generator's own logs say it changed (${moved.reason}).`,
+          message: `Selector round ${k} repeats round ${k - 1}: ${signs.join('; ')}, although the generator's own logs say it changed (${moved.reason}).`,
           evidence,
           recommendation: `Check that selector round ${k} loads generator round ${k - 1}'s checkpoint for its rollouts: the generator trained, but the selector's rollouts answer as before.`,
           series: { role: 'selector', round: k, name: 'boundary' },

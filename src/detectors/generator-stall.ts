@@ -5,7 +5,9 @@
  * accuracy is generator-regression's business, not a stall.
  */
 import { accuracySources } from './accuracy.js';
-import { acrossRounds, targetOf } from './queries.js';
+import { acrossRounds, roundsOf, segmentMeans, seriesSpan, targetOf } from './queries.js';
+import type { Role } from '../parsers/types.js';
+import type { RunState } from '../runs/run.js';
 import { mannKendall, theilSen } from '../stats/inference.js';
 import type { Detector, Params } from './types.js';
 import { pct, round3 } from '../util/format.js';
@@ -27,6 +29,29 @@ interface P extends Params {
   horizon: number;
 }
 
+/**
+ * How much the latest round of a series stands above the round before over the same steps (its
+ * first n, n = the shorter of the two), or null with no earlier round.
+ */
+function roundProgress(
+  run: RunState,
+  role: Role,
+  name: string,
+): { rounds: [number | null, number | null]; steps: number; rise: number } | null {
+  const rounds = roundsOf(run, role).filter((r) => r.series.has(name));
+  const b = rounds[rounds.length - 1];
+  const a = rounds[rounds.length - 2];
+  if (a === undefined || b === undefined) return null;
+  const sa = seriesSpan(a, name);
+  const sb = seriesSpan(b, name);
+  if (sa === null || sb === null) return null;
+  const n = Math.min(sa.steps, sb.steps);
+  const ma = segmentMeans(a, name, n, 1)?.[0];
+  const mb = segmentMeans(b, name, n, 1)?.[0];
+  if (ma === undefined || mb === undefined) return null;
+  return { rounds: [a.round, b.round], steps: n, rise: round3(mb - ma) };
+}
+
 export const generatorStall: Detector<P> = {
   id: 'generator-stall',
   scope: 'run',
@@ -44,12 +69,17 @@ export const generatorStall: Detector<P> = {
     const mk = mannKendall(w.values, true);
     // Theil-Sen costs O(n^2 log n): only when Mann-Kendall already sees a trend.
     const change = mk.pUp < p.alpha || mk.pDown < p.alpha ? theilSen(w.values) * (w.values.length - 1) : 0;
-    const gap = c - p.margin - mean;
-    const needed = Math.max(p.min_rise, (gap * (w.values.length - 1)) / p.horizon);
-    const rising = mk.pUp < p.alpha && change >= needed;
+    const needed = Math.max(p.min_rise, ((c - p.margin - mean) * (w.values.length - 1)) / p.horizon);
+    // A rise within the round counts only if the round also stands above the one before over the
+    // same steps: a generator whose evidence answers alike each round (each round climbing from
+    // the same start) has not moved, however its last window looks.
+    const progress = roundProgress(run, src.role, src.name);
+    const rising = mk.pUp < p.alpha && change >= needed && (progress === null || progress.rise >= p.min_rise);
     const falling = mk.pDown < p.alpha && -change >= p.min_rise;
     if (rising || falling) return [];
     const round = w.rounds[w.rounds.length - 1] ?? null;
+    // Below the target by this much, at the precision the message states it.
+    const gap = +(c - mean).toFixed(2);
     const share = run.filter.postShare;
     const hints: string[] = [];
     if (share !== null && (share < 0.25 || share > 0.4)) hints.push(`the post-filter boundary share is ${pct(share)} (healthy 25%-35%)`);
@@ -59,14 +89,18 @@ export const generatorStall: Detector<P> = {
         round,
         step: w.steps[w.steps.length - 1]!,
         severity: p.severity,
-        message: `Accuracy on the selected evidence has sat at ${mean.toFixed(2)} over the last ${w.values.length} steps, ${(c - mean).toFixed(2)} below the target c=${c}, with no upward trend (Mann-Kendall z=${mk.z.toFixed(1)}).`,
+        message: `Accuracy on the selected evidence has sat at ${mean.toFixed(2)} over the last ${w.values.length} steps, ${gap.toFixed(2)} below the target c=${c}, ${
+          mk.pUp < p.alpha && change >= needed && progress !== null
+            ? `climbing within round ${progress.rounds[1]} (Mann-Kendall z=${mk.z.toFixed(1)}) but from where round ${progress.rounds[0]} started: over the same ${progress.steps} steps it stands ${progress.rise.toFixed(3)} above round ${progress.rounds[0]}`
+            : `with no upward trend (Mann-Kendall z=${mk.z.toFixed(1)})`
+        }.`,
         evidence: {
           role: src.role,
           series: src.name,
           window: w.values.length,
           mean: round3(mean),
           target: c,
-          gap: round3(c - mean),
+          gap,
           target_source: source,
           margin: p.margin,
           mann_kendall_z: round3(mk.z),
@@ -74,6 +108,7 @@ export const generatorStall: Detector<P> = {
           theil_sen_change: round3(change),
           rise_needed: round3(needed),
           horizon: p.horizon,
+          ...(progress !== null ? { round_over_round: progress } : {}),
         },
         recommendation:
           hints.length > 0

@@ -55,6 +55,27 @@ export const EXPECTED: Record<ScenarioName, string[]> = {
   'old-checkpoint': ['frozen-generator'],
 };
 
+/**
+ * Findings a scenario may give besides its expected ones, as consequences, with why (nothing else
+ * may appear). Held to the same rule as the expected ones: live equals analyze.
+ */
+export const ALSO: Partial<Record<ScenarioName, { ids: string[]; why: string }>> = {
+  'frozen-generator': {
+    ids: ['generator-stall'],
+    why: 'where every round repeats round 1, the accuracy on the selected evidence climbs from the same start each round and never nears c',
+  },
+  'old-checkpoint': {
+    ids: ['generator-stall'],
+    why: "the selector's rollouts answer as round 1's generator did, so its accuracy climbs from the same start each round",
+  },
+};
+
+/** Whether a run gave every expected id and nothing beyond its scenario's ALSO. */
+export function asExpectedScenario(o: { scenario: ScenarioName; ids: string[] }): boolean {
+  const may = new Set([...EXPECTED[o.scenario], ...(ALSO[o.scenario]?.ids ?? [])]);
+  return EXPECTED[o.scenario].every((id) => o.ids.includes(id)) && o.ids.every((id) => may.has(id));
+}
+
 export const SCENARIO_NAMES = Object.keys(EXPECTED) as ScenarioName[];
 
 export interface Write {
@@ -213,9 +234,11 @@ function plan(name: ScenarioName, r: () => number, seed: number): Plan {
         selSteps: 300,
         phi: 0,
         rounds: [
-          { boundary: [0.5, 0.1, 0.07], selAcc: [0.4, 0.44, 0.015], genAcc: [0.4, 0.43, 0.012] },
-          { boundary: [0.6, 0.1, 0.07], selAcc: [0.44, 0.47, 0.015], genAcc: [0.43, 0.46, 0.012] },
-          { boundary: [0.7, 0.08, 0.07], selAcc: [0.47, 0.49, 0.015], genAcc: [0.46, 0.49, 0.012] },
+          // The accuracy climbs at the healthy run's pace per step (a slower climb over 300 steps
+          // would be a slow start that generator-stall may rightly call).
+          { boundary: [0.5, 0.1, 0.07], selAcc: [0.42, 0.48, 0.015], genAcc: [0.42, 0.47, 0.012] },
+          { boundary: [0.6, 0.1, 0.07], selAcc: [0.46, 0.5, 0.015], genAcc: [0.46, 0.49, 0.012] },
+          { boundary: [0.7, 0.08, 0.07], selAcc: [0.48, 0.5, 0.015], genAcc: [0.48, 0.5, 0.012] },
         ],
       };
     case 'old-checkpoint': {
