@@ -1,21 +1,27 @@
 /**
- * `barwatch watch` on runs being written live by a writer process: it raises the same findings
- * as `analyze` of the finished files, at (about) the step where they first hold, and raises no
- * other alert along the way.
+ * `barwatch watch` on runs being written live: it raises the same findings as `analyze` of the
+ * finished files, in the same rounds, and no other alert along the way, not even for a moment.
+ * Three ways of writing: every scenario of the generator at a steady pace, the same in large
+ * bursts (a burst spans files and rounds, so the daemon reads them in whatever order its events
+ * come), and every simulator scenario written by `barwatch simulate` processes at a training pace.
  */
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { analyzePaths } from '../src/pipeline/analyze.js';
 import { loadConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/util/log.js';
 import { DETECTORS } from '../src/detectors/index.js';
+import type { Finding } from '../src/detectors/types.js';
+import { SIM_SCENARIO_NAMES } from '../src/sim/scenarios.js';
+import { barwatchAsync } from './helpers/cli.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
-import { EXPECTED, SCENARIO_NAMES, scenarioWrites } from './helpers/scenarios.js';
+import { asExpectedScenario, SCENARIO_NAMES, scenarioWrites } from './helpers/scenarios.js';
+import { asExpected } from './helpers/sim-confusion.js';
 
 const SCOPE = new Map(DETECTORS.map((d) => [d.id, d.scope]));
 const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');
@@ -26,72 +32,142 @@ interface AlertLine {
   run: string;
   round: number | null;
   step: number | null;
-  evidence: Record<string, unknown>;
 }
 
-test('every scenario written live: the daemon raises exactly the findings analyze finds, online', async (t) => {
-  const root = tempDir();
-  const seed = 4;
-  const now = Date.now();
-  const writes = SCENARIO_NAMES.flatMap((name) =>
-    scenarioWrites(name, seed, now).map((w) => ({ ...w, file: path.join(root, 'runs', name, w.file) })),
-  );
-  writes.sort((a, b) => a.time - b.time);
-  const expectedLines = writes.filter((w) => !w.file.endsWith('.yaml')).reduce((a, w) => a + (w.text.match(/\n/g)?.length ?? 0), 0);
-  const planFile = path.join(root, 'plan.json');
-  writeFileSync(planFile, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every: 25, pauseMs: 1 }));
+/** Lines in the files a daemon reads (every file but the YAML configs) under `dir`. */
+function linesUnder(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) n += linesUnder(p);
+    else if (!e.name.endsWith('.yaml') && statSync(p).size > 0) n += readFileSync(p, 'utf8').match(/\n/g)?.length ?? 0;
+  }
+  return n;
+}
+
+/**
+ * Watches `root/runs` while `write` writes it, until every line is read (and `settled` holds),
+ * then analyses the finished files. Returns the alerts the daemon wrote and analyze's findings.
+ */
+async function watchWhileWriting(
+  root: string,
+  write: () => Promise<void>,
+  settled?: (d: DaemonProcess) => Promise<unknown>,
+): Promise<{ alerts: AlertLine[]; offline: Finding[] }> {
   const state = path.join(root, 'state');
   const cfg = path.join(root, 'barwatch.yaml');
   writeFileSync(
     cfg,
     `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: 4s}\n`,
   );
-
-  const d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
+  const runs = path.join(root, 'runs');
+  const d = new DaemonProcess([runs, '--config', cfg]);
   await d.waitFor((l) => l.msg === 'watching');
-  const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
-  await new Promise<void>((resolve, reject) =>
-    writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
-  );
-  await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= expectedLines, 60_000);
-  // The stale run stopped writing early in the replay: the daemon must say so by itself.
-  await d.waitFor((l) => l.msg.startsWith('firing: stale-run'), 30_000);
+  await write();
+  const lines = linesUnder(runs);
+  await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= lines, 60_000);
+  await settled?.(d);
   assert.equal(await d.stop(), 0);
-
   const alerts = readFileSync(path.join(state, 'alerts.jsonl'), 'utf8')
     .trim()
     .split('\n')
+    .filter((l) => l !== '')
     .map((l) => JSON.parse(l) as AlertLine);
-  const live = new Map<string, AlertLine>();
-  for (const a of alerts) {
-    const key = `${a.run}|${a.detector}|${a.round}`;
-    if (a.status === 'resolved') live.delete(key);
-    else if (!live.has(key)) live.set(key, a);
+  const offline = (await analyzePaths([runs], loadConfig(null), silentLogger(), () => Date.now())).findings.filter(
+    (f) => f.severity !== 'info',
+  );
+  return { alerts, offline };
+}
+
+/**
+ * For one run: what holds live at the end equals what analyze reports, and every alert raised on
+ * the way (firing or escalated, even if resolved since) is one analyze reports, in the same round
+ * for a round-scoped detector. Returns the table rows.
+ */
+function liveEqualsAnalyze(name: string, run: string, alerts: AlertLine[], offline: Finding[]): string[] {
+  const mine = alerts.filter((a) => a.run === run);
+  const theirs = offline.filter((f) => f.run === run);
+  const holding = new Map<string, AlertLine>();
+  for (const a of mine) {
+    const key = `${a.detector}|${SCOPE.get(a.detector) === 'run' ? '*' : a.round}`;
+    if (a.status === 'resolved') holding.delete(key);
+    else if (!holding.has(key)) holding.set(key, a);
   }
-  const offline = await analyzePaths([path.join(root, 'runs')], loadConfig(null), silentLogger(), () => Date.now());
-  const rows: string[] = ['| scenario | detector | round | live: first held at step | analyze: step |', '|---|---|---|---|---|'];
+  const ids = (xs: { detector: string }[]): string[] => [...new Set(xs.map((x) => x.detector))].sort();
+  assert.deepEqual(ids([...holding.values()]), ids(theirs), `${name}: live findings at the end`);
+  const rows: string[] = [];
+  for (const a of mine.filter((x) => x.status !== 'resolved')) {
+    const f =
+      SCOPE.get(a.detector) === 'round'
+        ? theirs.find((x) => x.detector === a.detector && x.round === a.round)
+        : theirs.find((x) => x.detector === a.detector);
+    assert.ok(f !== undefined, `${name}: ${a.status} ${a.detector} round ${a.round} step ${a.step} live, not in analyze`);
+    if (a.status === 'firing')
+      rows.push(`| ${name} | ${a.detector} | ${a.round ?? '-'} | ${a.step ?? '-'} | ${f.round ?? '-'} | ${f.step ?? '-'} |`);
+  }
+  return rows;
+}
+
+const HEADER = [
+  '| run | detector | live: round | live: first held at step | analyze: round | analyze: step |',
+  '|---|---|---|---|---|---|',
+];
+
+/** Every scenario of the generator, interleaved in trainer time, replayed by a writer process. */
+async function scenariosLive(t: TestContext, seed: number, every: number, pauseMs: number): Promise<void> {
+  const root = tempDir();
+  const now = Date.now();
+  const writes = SCENARIO_NAMES.flatMap((name) =>
+    scenarioWrites(name, seed, now).map((w) => ({ ...w, file: path.join(root, 'runs', name, w.file) })),
+  );
+  writes.sort((a, b) => a.time - b.time);
+  const planFile = path.join(root, 'plan.json');
+  writeFileSync(planFile, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every, pauseMs }));
+  const { alerts, offline } = await watchWhileWriting(
+    root,
+    async () => {
+      const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
+      await new Promise<void>((resolve, reject) =>
+        writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
+      );
+    },
+    // The stale run stopped writing early in the replay: the daemon must say so by itself.
+    (d) => d.waitFor((l) => l.msg.startsWith('firing: stale-run'), 30_000),
+  );
+  const rows = [...HEADER];
   for (const name of SCENARIO_NAMES) {
     const run = path.join(root, 'runs', name);
-    const mine = [...live.values()].filter((a) => a.run === run);
-    const theirs = offline.findings.filter((f) => f.run === run && f.severity !== 'info');
-    assert.deepEqual([...new Set(mine.map((a) => a.detector))].sort(), [...EXPECTED[name]].sort(), `${name}: live findings`);
-    assert.deepEqual([...new Set(theirs.map((f) => f.detector))].sort(), [...EXPECTED[name]].sort(), `${name}: analyze findings`);
-    // Nothing else fired along the way, not even for a moment.
-    const fired = new Set(alerts.filter((a) => a.run === run && a.status === 'firing').map((a) => a.detector));
-    assert.deepEqual([...fired].sort(), [...EXPECTED[name]].sort(), `${name}: alerts fired while writing`);
-    for (const a of mine) {
-      // Round-scoped findings match by round; a run-scoped one follows the latest round it concerns.
-      const f = theirs.find((x) => x.detector === a.detector && x.round === a.round) ?? theirs.find((x) => x.detector === a.detector)!;
-      assert.ok(f !== undefined, `${name} ${a.detector} round ${a.round} missing from analyze`);
-      // A round-scoped finding is found live in the round analyze finds it in. The step it first
-      // held at can differ: detectors are judged every few records, and watch reads a round's
-      // files interleaved as they grow (a train.log ahead of its reward_history.jsonl) where
-      // analyze reads one file after the other, so the two judge at different points of the
-      // round (the table below shows both).
-      if (SCOPE.get(a.detector) === 'round')
-        assert.equal(a.round, f.round, `${name} ${a.detector}: live round ${a.round}, analyze round ${f.round}`);
-      rows.push(`| ${name} | ${a.detector} | ${a.round ?? '-'} | ${a.step ?? '-'} | ${f.step ?? '-'} |`);
-    }
+    const ids = [...new Set(offline.filter((f) => f.run === run).map((f) => f.detector))].sort();
+    assert.ok(asExpectedScenario({ scenario: name, ids }), `${name}: analyze gives ${ids.join(', ') || 'nothing'}`);
+    rows.push(...liveEqualsAnalyze(name, run, alerts, offline));
   }
   for (const row of rows) t.diagnostic(row);
+}
+
+describe('watch equals analyze, written live', () => {
+  test('every scenario at a steady pace (25 writes, then 1 ms)', (t) => scenariosLive(t, 4, 25, 1));
+
+  test('every scenario in bursts (1,500 writes across files and rounds, then 200 ms)', (t) => scenariosLive(t, 5, 1500, 200));
+
+  test('every simulator scenario, written by barwatch simulate at 400 steps a second', async (t) => {
+    const root = tempDir();
+    const seed = 2;
+    const { alerts, offline } = await watchWhileWriting(root, async () => {
+      const done = await Promise.all(
+        SIM_SCENARIO_NAMES.map((name) =>
+          barwatchAsync(['simulate', path.join(root, 'runs', name), '--scenario', name, '--seed', String(seed), '--speed', '400']),
+        ),
+      );
+      for (const r of done) assert.equal(r.status, 0, r.stderr);
+    });
+    const rows = [...HEADER];
+    for (const name of SIM_SCENARIO_NAMES) {
+      const run = path.join(root, 'runs', name);
+      const findings = offline.filter((f) => f.run === run);
+      const ids = [...new Set(findings.map((f) => f.detector))].sort();
+      assert.ok(asExpected({ scenario: name, seed, ids, findings }), `${name}: analyze gives ${ids.join(', ') || 'nothing'}`);
+      rows.push(...liveEqualsAnalyze(name, run, alerts, offline));
+    }
+    for (const row of rows) t.diagnostic(row);
+  });
 });

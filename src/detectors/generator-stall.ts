@@ -8,7 +8,7 @@ import { accuracySources } from './accuracy.js';
 import { acrossRounds, roundsOf, segmentMeans, seriesSpan, targetOf } from './queries.js';
 import type { Role } from '../parsers/types.js';
 import type { RunState } from '../runs/run.js';
-import { mannKendall, theilSen } from '../stats/inference.js';
+import { mannKendall, moments, theilSen } from '../stats/inference.js';
 import type { Detector, Params } from './types.js';
 import { pct, round3 } from '../util/format.js';
 
@@ -29,6 +29,21 @@ interface P extends Params {
   horizon: number;
 }
 
+/** Steps the latest round needs before its level is compared with the round before. */
+const MIN_ROUND_STEPS = 32;
+
+function blockMeans(xs: readonly number[], parts: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < parts; i++) {
+    const from = Math.floor((i * xs.length) / parts);
+    const to = Math.floor(((i + 1) * xs.length) / parts);
+    let sum = 0;
+    for (let j = from; j < to; j++) sum += xs[j]!;
+    out.push(sum / (to - from));
+  }
+  return out;
+}
+
 /**
  * How much the latest round of a series stands above the round before over the same steps (its
  * first n, n = the shorter of the two), or null with no earlier round.
@@ -46,6 +61,8 @@ function roundProgress(
   const sb = seriesSpan(b, name);
   if (sa === null || sb === null) return null;
   const n = Math.min(sa.steps, sb.steps);
+  // A round just begun has no level yet: judged on its window alone until it has this many steps.
+  if (n < MIN_ROUND_STEPS) return null;
   const ma = segmentMeans(a, name, n, 1)?.[0];
   const mb = segmentMeans(b, name, n, 1)?.[0];
   if (ma === undefined || mb === undefined) return null;
@@ -65,7 +82,11 @@ export const generatorStall: Detector<P> = {
     if (w.values.length < p.min_points) return [];
     const { c, source } = targetOf(run);
     const mean = w.values.reduce((a, b) => a + b, 0) / w.values.length;
-    if (!(mean < c - p.margin)) return [];
+    // Below c - margin beyond doubt: the mean's standard error from 8 block means (blocks tame the
+    // autocorrelation; a swinging accuracy, e.g. 0.39-0.58, has a mean that is not a level).
+    const blocks = blockMeans(w.values, 8);
+    const se = Math.sqrt(moments(blocks).variance / blocks.length);
+    if (!(mean + 2 * se < c - p.margin)) return [];
     const mk = mannKendall(w.values, true);
     // Theil-Sen costs O(n^2 log n): only when Mann-Kendall already sees a trend.
     const change = mk.pUp < p.alpha || mk.pDown < p.alpha ? theilSen(w.values) * (w.values.length - 1) : 0;
@@ -99,6 +120,7 @@ export const generatorStall: Detector<P> = {
           series: src.name,
           window: w.values.length,
           mean: round3(mean),
+          mean_se: round3(se),
           target: c,
           gap,
           target_source: source,
