@@ -50,18 +50,40 @@ export interface CurveMatch {
   move_within: number;
 }
 
+/** Means of `parts` equal slices of a series' first `span` steps, from the kept points, or null when they are no longer kept. */
+function rawSegmentMeans(r: RoundState, name: string, span: number, parts: number): number[] | null {
+  const s = r.series.get(name);
+  const first = s === undefined ? undefined : seriesSpan(r, name)?.first;
+  if (s === undefined || first === undefined) return null;
+  const p = s.history.points();
+  if (p.steps[0] !== first) return null;
+  const sums = new Array<number>(parts).fill(0);
+  const counts = new Array<number>(parts).fill(0);
+  for (let i = 0; i < p.steps.length; i++) {
+    const at = p.steps[i]! - first;
+    if (at >= span) break;
+    const j = Math.min(parts - 1, Math.floor((at / span) * parts));
+    sums[j]! += p.values[i]!;
+    counts[j]!++;
+  }
+  if (counts.some((c) => c === 0)) return null;
+  return sums.map((x, i) => x / counts[i]!);
+}
+
 /**
  * How closely round b's curve of `name` repeats round a's over their common span: the RMS
  * difference of their segment means over the RMS difference noise alone would give. Noise is
  * measured at the scale of a segment, so autocorrelated training noise is accounted for.
  */
-export function curveMatch(a: RoundState, b: RoundState, name: string, segments: number): CurveMatch | null {
+export function curveMatch(a: RoundState, b: RoundState, name: string, segments: number, maxSpan = Infinity): CurveMatch | null {
   const spanA = seriesSpan(a, name);
   const spanB = seriesSpan(b, name);
   if (spanA === null || spanB === null) return null;
-  const span = Math.min(spanA.steps, spanB.steps);
-  const ma = segmentMeans(a, name, span, segments);
-  const mb = segmentMeans(b, name, span, segments);
+  const span = Math.min(spanA.steps, spanB.steps, maxSpan);
+  // Over a short span the kept points give exact segment means that never change as the round
+  // grows (the whole-round curve merges its buckets as it grows); the curve serves longer spans.
+  const ma = (span <= maxSpan ? rawSegmentMeans(a, name, span, segments) : null) ?? segmentMeans(a, name, span, segments);
+  const mb = (span <= maxSpan ? rawSegmentMeans(b, name, span, segments) : null) ?? segmentMeans(b, name, span, segments);
   if (ma === null || mb === null) return null;
   // Noise of a segment mean: sd of neighbour differences / sqrt(2), blind to smooth trends.
   const noise = Math.sqrt(noiseSd(ma) ** 2 + noiseSd(mb) ** 2);
@@ -90,8 +112,8 @@ export function curveMatch(a: RoundState, b: RoundState, name: string, segments:
  * where a ended: both rounds moved within themselves the same way (Stouffer's combination of
  * their serial-corrected Mann-Kendall z), and b's level is nearer a's than a's level plus a's move.
  */
-function startedOver(a: RoundState, b: RoundState, m: CurveMatch, alpha: number, name = 'accuracy'): boolean {
-  const z = (mannKendall(recent(a, name).values, true).z + mannKendall(recent(b, name).values, true).z) / Math.SQRT2;
+function startedOver(a: RoundState, b: RoundState, m: CurveMatch, alpha: number, name = 'accuracy', bSteps = Infinity): boolean {
+  const z = (mannKendall(recent(a, name).values, true).z + mannKendall(recent(b, name).values.slice(0, bSteps), true).z) / Math.SQRT2;
   return 2 * normalCdf(-Math.abs(z)) < alpha && Math.abs(m.shift) < Math.abs(m.shift - m.move_within);
 }
 
@@ -143,14 +165,18 @@ export const frozenGenerator: Detector<P> = {
     const generators = roundsOf(run, 'generator').filter((r) => r.round !== null);
     const gen = new Map(generators.map((g) => [g.round!, g]));
     const sel = new Map(selectors.map((s) => [s.round!, s]));
-    const curves = (list: RoundState[], name: string, k: number): CurveMatch | null => {
+    // Selector round k is judged once, on its first min_steps steps against round k-1's: the
+    // verdict then never changes as the round grows, so watch gives what analyze gives (a basis
+    // that grew with the round flipped near the threshold). Generator rounds k-2 and k-1 are
+    // complete by the time selector round k runs: they are compared whole.
+    const curves = (list: RoundState[], name: string, k: number, maxSpan = Infinity): CurveMatch | null => {
       const a = list.find((r) => r.round === k - 1);
       const b = list.find((r) => r.round === k);
       if (a === undefined || b === undefined || a.steps < p.min_steps || b.steps < p.min_steps) return null;
       if (!a.series.has(name) || !b.series.has(name)) return null;
       // The smoothed curve of a swinging series is the swing, not the level: not comparable.
-      if (periodic(recent(a, name).values) || periodic(recent(b, name).values)) return null;
-      return curveMatch(a, b, name, p.segments);
+      if (periodic(recent(a, name).values) || periodic(recent(b, name).values.slice(0, maxSpan))) return null;
+      return curveMatch(a, b, name, p.segments, maxSpan);
     };
     const rounds = new Set<number>([...selectors.map((s) => s.round!), ...generators.map((g) => g.round! + 1)]);
     for (const k of [...rounds].sort((a, b) => a - b)) {
@@ -196,8 +222,8 @@ export const frozenGenerator: Detector<P> = {
       // accuracy for the same evidence), and it repeats by starting over: its curve moved within
       // round k-1 and round k begins where k-1 began. A selector that carries on at a plateau
       // repeats its curve within the noise whatever the generator did (it tracks the boundary).
-      const sm = s === undefined ? null : curves(selectors, 'boundary', k);
-      const am = sm === null ? null : curves(selectors, 'accuracy', k);
+      const sm = s === undefined ? null : curves(selectors, 'boundary', k, p.min_steps);
+      const am = sm === null ? null : curves(selectors, 'accuracy', k, p.min_steps);
       const restarted =
         sm === null ||
         s === undefined ||
@@ -207,7 +233,7 @@ export const frozenGenerator: Detector<P> = {
           ? undefined
           : (['accuracy', 'boundary'] as const).find((name) => {
               const m = name === 'boundary' ? sm : am;
-              return m !== null && startedOver(sel.get(k - 1)!, s, m, p.alpha, name);
+              return m !== null && startedOver(sel.get(k - 1)!, s, m, p.alpha, name, p.min_steps);
             });
       let repeatOnly = false;
       if (restarted !== undefined && sm !== null) {
@@ -245,6 +271,9 @@ export const frozenGenerator: Detector<P> = {
       const g = gen.get(k - 1);
       if (repeatOnly && moved === null && g !== undefined && g.steps >= p.min_steps && g.series.has('accuracy')) continue;
       evidence['last_generator_output'] = iso(since);
+      // Against a generator that moved, only the accuracy on the selected evidence starting over
+      // is worth a question (the boundary reward of a noisy selector repeats by chance).
+      if (repeatOnly && moved !== null && restarted !== 'accuracy') continue;
       if (repeatOnly && moved !== null) {
         // The selector's curves alone against the generator's own logs: ask, do not diagnose.
         evidence['generator_moved'] = moved.evidence;

@@ -54,14 +54,18 @@ function roundProgress(
   name: string,
 ): { rounds: [number | null, number | null]; steps: number; rise: number } | null {
   const rounds = roundsOf(run, role).filter((r) => r.series.has(name));
-  const b = rounds[rounds.length - 1];
-  const a = rounds[rounds.length - 2];
+  // A round just begun has no level yet: until it has MIN_ROUND_STEPS, the two rounds before it
+  // say how the run progressed (so the verdict does not flip at every round's start).
+  const last = rounds[rounds.length - 1];
+  const lastSpan = last === undefined ? null : seriesSpan(last, name);
+  const end = lastSpan !== null && lastSpan.steps >= MIN_ROUND_STEPS ? rounds.length : rounds.length - 1;
+  const b = rounds[end - 1];
+  const a = rounds[end - 2];
   if (a === undefined || b === undefined) return null;
   const sa = seriesSpan(a, name);
   const sb = seriesSpan(b, name);
   if (sa === null || sb === null) return null;
   const n = Math.min(sa.steps, sb.steps);
-  // A round just begun has no level yet: judged on its window alone until it has this many steps.
   if (n < MIN_ROUND_STEPS) return null;
   const ma = segmentMeans(a, name, n, 1)?.[0];
   const mb = segmentMeans(b, name, n, 1)?.[0];

@@ -31,6 +31,10 @@ export const SIM_SCENARIOS = {
     knobs: { rollouts: 2 },
     change: 'K = 2 generator rollouts per evidence set',
     expected: ['low-rollouts'],
+    mayAlso: {
+      ids: ['generator-regression'],
+      why: 'a boundary reward that is mostly noise can walk the selector to harder evidence, and the accuracy on it falls',
+    },
     fix: { rollouts: 8 },
   },
   'format-heavy': {
@@ -43,6 +47,10 @@ export const SIM_SCENARIOS = {
     knobs: { easy: 0.42, unsolvable: 0.05 },
     change: 'filter drops every question the generator answers 42% of the time or more',
     expected: ['boundary-share-low', 'generator-regression', 'generator-stall'],
+    mayAlso: {
+      ids: ['reward-collapse'],
+      why: 'once the generator answers almost nothing on the hard questions left, every output earns about zero',
+    },
     fix: { easy: BASE.easy, unsolvable: BASE.unsolvable },
   },
   'loose-filter': {
@@ -66,8 +74,8 @@ export const SIM_SCENARIOS = {
     change: 'selector learning rate 1.5, fifteen times the healthy one (rollouts are sampled 4 updates behind, as in every scenario)',
     expected: ['boundary-oscillation'],
     mayAlso: {
-      ids: ['generator-regression'],
-      why: 'evidence that swings between too easy and too hard teaches the generator less than it forgets: its accuracy can fall in the last round',
+      ids: ['generator-regression', 'round-regression'],
+      why: 'evidence that swings between too easy and too hard teaches the generator less than it forgets: its accuracy can fall in the last round, and a round whose swing starts late ends worse than the one before',
     },
     fix: { selectorLr: BASE.selectorLr },
   },
