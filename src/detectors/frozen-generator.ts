@@ -172,8 +172,10 @@ export const frozenGenerator: Detector<P> = {
     const curves = (list: RoundState[], name: string, k: number, maxSpan = Infinity): CurveMatch | null => {
       const a = list.find((r) => r.round === k - 1);
       const b = list.find((r) => r.round === k);
-      if (a === undefined || b === undefined || a.steps < p.min_steps || b.steps < p.min_steps) return null;
-      if (!a.series.has(name) || !b.series.has(name)) return null;
+      if (a === undefined || b === undefined) return null;
+      // The series' own steps, not the round's: a train.log read ahead of the reward_history.jsonl
+      // of the same steps makes the round longer than the series compared.
+      if ((seriesSpan(a, name)?.steps ?? 0) < p.min_steps || (seriesSpan(b, name)?.steps ?? 0) < p.min_steps) return null;
       // The smoothed curve of a swinging series is the swing, not the level: not comparable.
       if (periodic(recent(a, name).values) || periodic(recent(b, name).values.slice(0, maxSpan))) return null;
       return curveMatch(a, b, name, p.segments, maxSpan);

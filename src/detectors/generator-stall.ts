@@ -5,7 +5,8 @@
  * accuracy is generator-regression's business, not a stall.
  */
 import { accuracySources } from './accuracy.js';
-import { acrossRounds, roundsOf, segmentMeans, seriesSpan, targetOf } from './queries.js';
+import { acrossRounds, recent, roundsOf, segmentMeans, seriesSpan, targetOf } from './queries.js';
+import type { RoundState } from '../runs/round.js';
 import type { Role } from '../parsers/types.js';
 import type { RunState } from '../runs/run.js';
 import { mannKendall, moments, theilSen } from '../stats/inference.js';
@@ -29,9 +30,6 @@ interface P extends Params {
   horizon: number;
 }
 
-/** Steps the latest round needs before its level is compared with the round before. */
-const MIN_ROUND_STEPS = 32;
-
 function blockMeans(xs: readonly number[], parts: number): number[] {
   const out: number[] = [];
   for (let i = 0; i < parts; i++) {
@@ -45,28 +43,44 @@ function blockMeans(xs: readonly number[], parts: number): number[] {
 }
 
 /**
- * How much the latest round of a series stands above the round before over the same steps (its
- * first n, n = the shorter of the two), or null with no earlier round.
+ * The window a stall is judged on. Rounds that hold a full window are judged one at a time: the
+ * latest once it has `minPoints` steps of the series, until then the round before (a window that
+ * straddles a round's start mixes two levels, and its verdict flips at every round's start).
+ * Runs whose rounds are shorter than a window are judged across rounds. Returns the window and
+ * the round it lies in (null across rounds).
  */
-function roundProgress(
+function basisOf(
   run: RunState,
   role: Role,
   name: string,
-): { rounds: [number | null, number | null]; steps: number; rise: number } | null {
+  window: number,
+  minPoints: number,
+): { w: { values: number[]; steps: number[]; rounds: (number | null)[] }; index: number | null; rounds: RoundState[] } {
   const rounds = roundsOf(run, role).filter((r) => r.series.has(name));
-  // A round just begun has no level yet: until it has MIN_ROUND_STEPS, the two rounds before it
-  // say how the run progressed (so the verdict does not flip at every round's start).
-  const last = rounds[rounds.length - 1];
-  const lastSpan = last === undefined ? null : seriesSpan(last, name);
-  const end = lastSpan !== null && lastSpan.steps >= MIN_ROUND_STEPS ? rounds.length : rounds.length - 1;
-  const b = rounds[end - 1];
-  const a = rounds[end - 2];
+  const full = (r: RoundState | undefined): boolean => r !== undefined && (seriesSpan(r, name)?.steps ?? 0) >= minPoints;
+  const index = full(rounds[rounds.length - 1]) ? rounds.length - 1 : full(rounds[rounds.length - 2]) ? rounds.length - 2 : null;
+  if (index === null) return { w: acrossRounds(run, role, name, window), index, rounds };
+  const r = rounds[index]!;
+  const p = recent(r, name, window);
+  return { w: { ...p, rounds: p.values.map(() => r.round) }, index, rounds };
+}
+
+/**
+ * How much round `index` stands above the round before over the same steps (their first n, n the
+ * shorter of the two), or null with no earlier round.
+ */
+function roundProgress(
+  rounds: RoundState[],
+  index: number,
+  name: string,
+): { rounds: [number | null, number | null]; steps: number; rise: number } | null {
+  const b = rounds[index];
+  const a = rounds[index - 1];
   if (a === undefined || b === undefined) return null;
   const sa = seriesSpan(a, name);
   const sb = seriesSpan(b, name);
   if (sa === null || sb === null) return null;
   const n = Math.min(sa.steps, sb.steps);
-  if (n < MIN_ROUND_STEPS) return null;
   const ma = segmentMeans(a, name, n, 1)?.[0];
   const mb = segmentMeans(b, name, n, 1)?.[0];
   if (ma === undefined || mb === undefined) return null;
@@ -82,7 +96,8 @@ export const generatorStall: Detector<P> = {
   detect(run, p) {
     const src = accuracySources(run)[0];
     if (src === undefined) return [];
-    const w = acrossRounds(run, src.role, src.name, p.window);
+    const basis = basisOf(run, src.role, src.name, p.window, p.min_points);
+    const w = basis.w;
     if (w.values.length < p.min_points) return [];
     const { c, source } = targetOf(run);
     const mean = w.values.reduce((a, b) => a + b, 0) / w.values.length;
@@ -98,7 +113,7 @@ export const generatorStall: Detector<P> = {
     // A rise within the round counts only if the round also stands above the one before over the
     // same steps: a generator whose evidence answers alike each round (each round climbing from
     // the same start) has not moved, however its last window looks.
-    const progress = roundProgress(run, src.role, src.name);
+    const progress = basis.index === null ? null : roundProgress(basis.rounds, basis.index, src.name);
     const rising = mk.pUp < p.alpha && change >= needed && (progress === null || progress.rise >= p.min_rise);
     const falling = mk.pDown < p.alpha && -change >= p.min_rise;
     if (rising || falling) return [];
