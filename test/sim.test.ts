@@ -76,5 +76,7 @@ describe('barwatch demo', () => {
     assert.match(r.stdout, /Run 2: the same training with barwatch's recommended filter thresholds/);
     assert.match(r.stdout, /With the recommended thresholds the run is healthy: no finding\./);
     assert.match(r.stdout, /Did the fix work\? barwatch compare run-1 run-2:[\s\S]*verdict: improved/);
+    // Every alert raised holds to the end: nothing fires for a moment and resolves (issue 16).
+    assert.doesNotMatch(r.stdout, /RESOLVED/);
   });
 });

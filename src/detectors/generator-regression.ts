@@ -34,13 +34,15 @@ export interface Decline {
 
 /**
  * The first significant fall of the run's accuracy, or null. The selector's accuracy is what
- * BAR-RAG drives toward c: a fall that ends at or above c is the selector closing in on its
- * target (after a generator round made its evidence too easy), not a regression.
+ * BAR-RAG drives toward c: a fall that ends at c (within min_drop) or above is the selector closing
+ * in on its target (after a generator round made its evidence too easy), not a regression.
  */
 export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null {
   const { c } = targetOf(run);
   for (const src of accuracySources(run)) {
-    const approach = (after: number): boolean => src.role === 'selector' && after >= c;
+    // Ending within min_drop of c counts: the accuracy around c has noise of its own, and a fall
+    // from well above c that ends at c - 0.01 is the selector closing in, not the generator falling.
+    const approach = (after: number): boolean => src.role === 'selector' && after >= c - p.min_drop;
     const rounds = roundsOf(run, src.role).filter((r) => r.series.has(src.name));
     const last = rounds[rounds.length - 1];
     if (last === undefined) continue;
