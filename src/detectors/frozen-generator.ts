@@ -273,9 +273,11 @@ export const frozenGenerator: Detector<P> = {
       const g = gen.get(k - 1);
       if (repeatOnly && moved === null && g !== undefined && g.steps >= p.min_steps && g.series.has('accuracy')) continue;
       evidence['last_generator_output'] = iso(since);
-      // Against a generator that moved, only the accuracy on the selected evidence starting over
-      // is worth a question (the boundary reward of a noisy selector repeats by chance).
-      if (repeatOnly && moved !== null && restarted !== 'accuracy') continue;
+      // Against a generator that moved, only the accuracy on the selected evidence climbing again
+      // from the same start is worth a question. The boundary reward of a noisy selector repeats
+      // by chance; and an accuracy that starts high and falls each round is the healthy rhythm
+      // (each generator update makes the evidence easy again, and the selector moves on).
+      if (repeatOnly && moved !== null && !(restarted === 'accuracy' && am !== null && am.move_within > 0)) continue;
       if (repeatOnly && moved !== null) {
         // The selector's curves alone against the generator's own logs: ask, do not diagnose.
         evidence['generator_moved'] = moved.evidence;
