@@ -1,9 +1,10 @@
 /**
  * `barwatch watch` on runs being written live: it raises the same findings as `analyze` of the
  * finished files, in the same rounds, and no other alert along the way, not even for a moment.
- * Three ways of writing: every scenario of the generator at a steady pace, the same in large
+ * Four ways of writing: every scenario of the generator at a steady pace, the same in large
  * bursts (a burst spans files and rounds, so the daemon reads them in whatever order its events
- * come), and every simulator scenario written by `barwatch simulate` processes at a training pace.
+ * come), every simulator scenario written by `barwatch simulate` processes at a training pace,
+ * and the same simulated runs replayed from their finished files in bursts.
  */
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
@@ -108,6 +109,36 @@ function liveEqualsAnalyze(name: string, run: string, alerts: AlertLine[], offli
   return rows;
 }
 
+/**
+ * The writes of a finished simulated run, in the order training made them: configs, then round by
+ * round the selector's files and then the generator's, their lines interleaved, then the rest.
+ */
+function writesOfFinishedRun(dir: string, into: string): { file: string; text: string }[] {
+  const out: { file: string; text: string }[] = [];
+  const files = (sub: string): string[] =>
+    readdirSync(path.join(dir, sub), { withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => path.join(sub, e.name))
+      .sort();
+  const interleave = (rel: string[]): void => {
+    const lines = rel.map((f) =>
+      readFileSync(path.join(dir, f), 'utf8')
+        .split(/(?<=\n)/)
+        .filter((l) => l !== ''),
+    );
+    for (let i = 0; lines.some((l) => i < l.length); i++)
+      for (const [j, l] of lines.entries()) if (i < l.length) out.push({ file: path.join(into, rel[j]!), text: l[i]! });
+  };
+  interleave(files('configs'));
+  const rounds = readdirSync(path.join(dir, 'outputs'), { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => /^(selector|generator)_round(\d+)$/.exec(e.name)!)
+    .sort((a, b) => Number(a[2]) * 2 + (a[1] === 'generator' ? 1 : 0) - (Number(b[2]) * 2 + (b[1] === 'generator' ? 1 : 0)));
+  for (const r of rounds) interleave(files(path.join('outputs', r[0])));
+  interleave(files('outputs'));
+  return out;
+}
+
 const HEADER = [
   '| run | detector | live: round | live: first held at step | analyze: round | analyze: step |',
   '|---|---|---|---|---|---|',
@@ -159,6 +190,37 @@ describe('watch equals analyze, written live', () => {
         ),
       );
       for (const r of done) assert.equal(r.status, 0, r.stderr);
+    });
+    const rows = [...HEADER];
+    for (const name of SIM_SCENARIO_NAMES) {
+      const run = path.join(root, 'runs', name);
+      const findings = offline.filter((f) => f.run === run);
+      const ids = [...new Set(findings.map((f) => f.detector))].sort();
+      assert.ok(asExpected({ scenario: name, seed, ids, findings }), `${name}: analyze gives ${ids.join(', ') || 'nothing'}`);
+      rows.push(...liveEqualsAnalyze(name, run, alerts, offline));
+    }
+    for (const row of rows) t.diagnostic(row);
+  });
+
+  test('every simulator scenario in bursts (its finished files replayed, 1,500 writes across files and rounds, then 200 ms)', async (t) => {
+    const root = tempDir();
+    const seed = 3;
+    const finished = path.join(root, 'finished');
+    for (const name of SIM_SCENARIO_NAMES) {
+      const r = await barwatchAsync(['simulate', path.join(finished, name), '--scenario', name, '--seed', String(seed)]);
+      assert.equal(r.status, 0, r.stderr);
+    }
+    // The runs grow side by side: their write lists are dealt out one write at a time.
+    const lists = SIM_SCENARIO_NAMES.map((name) => writesOfFinishedRun(path.join(finished, name), path.join(root, 'runs', name)));
+    const writes: { file: string; text: string }[] = [];
+    for (let i = 0; lists.some((l) => i < l.length); i++) for (const l of lists) if (i < l.length) writes.push(l[i]!);
+    const planFile = path.join(root, 'plan.json');
+    writeFileSync(planFile, JSON.stringify({ writes, every: 1500, pauseMs: 200 }));
+    const { alerts, offline } = await watchWhileWriting(root, async () => {
+      const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
+      await new Promise<void>((resolve, reject) =>
+        writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
+      );
     });
     const rows = [...HEADER];
     for (const name of SIM_SCENARIO_NAMES) {
