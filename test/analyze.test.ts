@@ -43,16 +43,43 @@ describe('barwatch analyze', () => {
     assert.ok(share['boundary'] !== undefined && Object.values(share).reduce((x, y) => x + y, 0) > 0.999);
   });
 
-  test('text output names runs, rounds and key series with a sparkline', () => {
+  test('text output names runs, their findings first, then a line per round; --verbose every key series', () => {
     const root = tempDir();
     writeRun(path.join(root, 'a'), 1, 30);
     const r = barwatch(['analyze', root]);
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`^${path.join(root, 'a')}$`, 'm'));
-    assert.match(r.stdout, /selector round 1: 30 step\(s\), steps 1-30/);
-    assert.match(r.stdout, /boundary +mean 0\.41[56] sd 0\.009 +last 30: 0\.41[56]±0\.009 +[▁▂▃▄▅▆▇█]{24}/);
+    assert.match(r.stdout, new RegExp(`^${path.join(root, 'a')}\n  findings: none\n`, 'm'));
     assert.match(r.stdout, /filter: boundary share 50% before, 75% after \(6 questions read, 6 -> 4 questions\)/);
-    assert.match(r.stdout, /findings: none/);
+    assert.match(r.stdout, /\n {2}selector round 1: 30 step\(s\) {2}boundary 0\.41[56] [▁▂▃▄▅▆▇█]{12}/);
+    const v = barwatch(['analyze', root, '--verbose']);
+    assert.match(v.stdout, /selector round 1: 30 step\(s\), steps 1-30/);
+    assert.match(v.stdout, /boundary +mean 0\.41[56] sd 0\.009 +last 30: 0\.41[56]±0\.009 +[▁▂▃▄▅▆▇█]{24}/);
+    // Off a terminal nothing is coloured and no progress line is drawn.
+    assert.ok(!(r.stdout + r.stderr).includes(`${String.fromCharCode(27)}[`));
+  });
+
+  test('many runs: the runs with findings first, the worst first, then a tally; --quiet prints findings only', async () => {
+    const { writeScenario } = await import('./helpers/scenarios.js');
+    const root = tempDir();
+    writeScenario(path.join(root, 'a-healthy'), 'healthy', 2);
+    writeScenario(path.join(root, 'b-format'), 'format-heavy', 2);
+    writeScenario(path.join(root, 'c-filter'), 'aggressive-filter', 2);
+    const r = barwatch(['analyze', root]);
+    assert.equal(r.status, 1);
+    const order = [...r.stdout.matchAll(/^\/.*$/gm)].map((m) => path.basename(m[0]));
+    assert.deepEqual(order, ['c-filter', 'b-format', 'a-healthy']);
+    assert.match(
+      r.stdout,
+      /\n3 run\(s\): 2 with findings \(worst: 1 critical, 1 warning\), 1 without\n {2}boundary-share-low: 1 run\(s\)\n {2}format-dominance: 1 run\(s\)\n$/,
+    );
+    const q = barwatch(['analyze', root, '--quiet']);
+    assert.equal(q.status, 1);
+    assert.doesNotMatch(q.stdout, /a-healthy|step\(s\)|run\(s\):|[▁▂▃▄▅▆▇█]/);
+    assert.match(q.stdout, /c-filter\n {2}findings: 1\n {4}\[critical\] boundary-share-low \(whole run\): .*\n {6}-> Set easy_threshold/);
+    assert.match(q.stdout, /b-format\n {2}findings: 1\n {4}\[warning\] format-dominance/);
+    const healthy = barwatch(['analyze', path.join(root, 'a-healthy'), '--quiet']);
+    assert.equal(healthy.status, 0);
+    assert.equal(healthy.stdout, 'findings: none\n');
   });
 
   test('exit 2 with a message on stderr for a missing path, a folder without logs, a bad option', () => {
@@ -164,7 +191,7 @@ describe('barwatch analyze with findings', () => {
     );
   });
 
-  test('text: findings grouped by round, most severe first, with a sparkline of the series', async () => {
+  test('text: findings most severe first, each with its round and step and a sparkline of the series', async () => {
     const { writeScenario } = await import('./helpers/scenarios.js');
     const root = tempDir();
     writeScenario(root, 'reward-collapse', 3);
@@ -174,11 +201,11 @@ describe('barwatch analyze with findings', () => {
     assert.equal(r.status, 1);
     assert.match(
       r.stdout,
-      /findings: 1\n {4}round 3:\n {6}\[critical\] reward-collapse at step \d+: total collapsed from [\d.]+ to about 0 since step \d+/,
+      /findings: 1\n {4}\[critical\] reward-collapse \(round 3, step \d+\): total collapsed from [\d.]+ to about 0 since step \d+/,
     );
-    assert.match(r.stdout, /\n {8}total, selector round 3: [▁▂▃▄▅▆▇█ ]{48}\n {8}-> Stop the run/);
+    assert.match(r.stdout, /\n {6}total, selector round 3: [▁▂▃▄▅▆▇█ ]{48}\n {6}-> Stop the run/);
     const n = barwatch(['analyze', nan]);
-    assert.match(n.stdout, /round 2:\n {6}\[critical\] nonfinite-reward at step \d+: boundary became NaN at step \d+/);
+    assert.match(n.stdout, /\n {4}\[critical\] nonfinite-reward \(round 2, step \d+\): boundary became NaN at step \d+/);
   });
 
   test('a long backlog is judged in strides yet finds what starts late, within 1/32 of the steps before it', () => {

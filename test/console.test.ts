@@ -70,3 +70,28 @@ describe('barwatch watch on a terminal', { skip: SCRIPT ? false : 'util-linux sc
     assert.ok(!plain.includes('\x1b['), 'no colour with --no-color');
   });
 });
+
+describe('barwatch analyze on a terminal', { skip: SCRIPT ? false : 'util-linux script is not installed (no pty to test with)' }, () => {
+  /** What `barwatch analyze ARGS` shows on a pty. */
+  const analyzeOnTerminal = (args: string[], env: NodeJS.ProcessEnv = {}): string => {
+    const cmd = [process.execPath, BIN, 'analyze', ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(' ');
+    const r = spawnSync('script', ['-q', '-e', '-c', cmd, '/dev/null'], {
+      env: { ...process.env, NO_COLOR: '', ...env },
+      encoding: 'utf8',
+    });
+    return r.stdout;
+  };
+
+  test('severities in colour (critical red, warning yellow); NO_COLOR and --no-color turn it off', async () => {
+    const { writeScenario } = await import('./helpers/scenarios.js');
+    const root = tempDir();
+    writeScenario(path.join(root, 'filter'), 'aggressive-filter', 2);
+    writeScenario(path.join(root, 'format'), 'format-heavy', 2);
+    const shown = analyzeOnTerminal([root]);
+    const esc = String.fromCharCode(27);
+    assert.ok(shown.includes(`${esc}[1;31m[critical]${esc}[0m boundary-share-low`), shown);
+    assert.ok(shown.includes(`${esc}[33m[warning]${esc}[0m format-dominance`), shown);
+    assert.ok(!analyzeOnTerminal([root], { NO_COLOR: '1' }).includes(`${esc}[`));
+    assert.ok(!analyzeOnTerminal([root, '--no-color']).includes(`${esc}[`));
+  });
+});

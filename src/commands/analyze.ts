@@ -3,7 +3,8 @@ import { Option, type Command } from 'commander';
 import { analyzePaths, InputError } from '../pipeline/analyze.js';
 import { analyzeDocument } from '../report/json.js';
 import { renderText } from '../report/text.js';
-import { createLogger, silentLogger } from '../util/log.js';
+import { colours, createLogger, silentLogger } from '../util/log.js';
+import { ProgressLine } from '../util/progress.js';
 import { configOrExit, EXIT, fail } from './common.js';
 
 export function registerAnalyze(program: Command): void {
@@ -13,26 +14,45 @@ export function registerAnalyze(program: Command): void {
     .argument('<paths...>', 'run folders, roots of many runs, or single log files')
     .option('-c, --config <file>', 'configuration file (YAML)')
     .addOption(new Option('-f, --format <format>', 'output format').choices(['text', 'json']).default('text'))
-    .option('-v, --verbose', 'log what is read to stderr')
+    .option('-q, --quiet', 'findings only (runs without findings left out)')
+    .option('-v, --verbose', 'every key series of every round, and log what is read to stderr')
+    .option('--no-color', 'no colours on a terminal (NO_COLOR=1 does the same)')
     .option('--strict', 'exit 3 when part of the input could not be read (listed in the report)')
-    .action(async (paths: string[], opts: { config?: string; format: 'text' | 'json'; verbose?: boolean; strict?: boolean }) => {
-      const config = configOrExit(opts.config);
-      const log = opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : createLogger({ ...config.log, level: 'warn' });
-      let result;
-      try {
-        result = await analyzePaths(paths, config, opts.verbose === true ? log : silentLogger());
-      } catch (err) {
-        if (err instanceof InputError) fail(err.message);
-        throw err;
-      }
-      if (opts.format === 'json') {
-        process.stdout.write(
-          JSON.stringify(analyzeDocument(result.runs, result.filesByRun, result.findings, result.notRead), null, 2) + '\n',
-        );
-      } else {
-        process.stdout.write(renderText(result.runs, result.filesByRun, result.findings, result.notRead));
-      }
-      const bad = result.findings.some((f) => f.severity === 'warning' || f.severity === 'critical');
-      process.exitCode = opts.strict === true && result.notRead.length > 0 ? EXIT.partial : bad ? EXIT.findings : EXIT.ok;
-    });
+    .action(
+      async (
+        paths: string[],
+        opts: { config?: string; format: 'text' | 'json'; quiet?: boolean; verbose?: boolean; strict?: boolean; color: boolean },
+      ) => {
+        if (!opts.color) process.env['NO_COLOR'] = '1';
+        const config = configOrExit(opts.config);
+        const log =
+          opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : createLogger({ ...config.log, level: 'warn' });
+        let result;
+        try {
+          const progress = new ProgressLine(process.stderr);
+          try {
+            result = await analyzePaths(paths, config, opts.verbose === true ? log : silentLogger(), Date.now, (done, total) =>
+              progress.update(`reading: ${done} of ${total} file(s)`),
+            );
+          } finally {
+            progress.clear();
+          }
+        } catch (err) {
+          if (err instanceof InputError) fail(err.message);
+          throw err;
+        }
+        if (opts.format === 'json') {
+          process.stdout.write(
+            JSON.stringify(analyzeDocument(result.runs, result.filesByRun, result.findings, result.notRead), null, 2) + '\n',
+          );
+        } else {
+          const detail = opts.quiet === true ? 'quiet' : opts.verbose === true ? 'verbose' : 'normal';
+          process.stdout.write(
+            renderText(result.runs, result.filesByRun, result.findings, result.notRead, { detail, color: colours(process.stdout) }),
+          );
+        }
+        const bad = result.findings.some((f) => f.severity === 'warning' || f.severity === 'critical');
+        process.exitCode = opts.strict === true && result.notRead.length > 0 ? EXIT.partial : bad ? EXIT.findings : EXIT.ok;
+      },
+    );
 }

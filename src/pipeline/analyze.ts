@@ -30,7 +30,14 @@ export class InputError extends Error {
   override readonly name = 'InputError';
 }
 
-export async function analyzePaths(paths: string[], config: Config, log: Logger, now: () => number = Date.now): Promise<AnalyzeResult> {
+export async function analyzePaths(
+  paths: string[],
+  config: Config,
+  log: Logger,
+  now: () => number = Date.now,
+  /** Called after each file is read: files read so far, of how many. */
+  progress?: (done: number, total: number) => void,
+): Promise<AnalyzeResult> {
   let found;
   try {
     found = await discover(paths);
@@ -53,7 +60,11 @@ export async function analyzePaths(paths: string[], config: Config, log: Logger,
   // Every file is known before the first is read, so each run is read in the order training
   // wrote it (earlier rounds first, Pipeline.readEarlierRounds), as watch reads it.
   for (const f of found.files) pipeline.track(f.file, f.kind, f.place);
-  for (const f of found.files) await pipeline.drain(f.file);
+  let done = 0;
+  for (const f of found.files) {
+    await pipeline.drain(f.file);
+    progress?.(++done, found.files.length);
+  }
   pipeline.finish();
   await pipeline.close();
   // With everything read: cross-file conditions and the clock (stale-run).

@@ -38,17 +38,69 @@ export function findingSparkline(run: RunState, f: Finding): string | null {
   return `${f.series.name}${role}: ${sparkline(s.history.points().values, 48)}`;
 }
 
-export function renderRun(run: RunState, files: FileSource[], findings: Finding[]): string {
-  const lines: string[] = [];
-  const malformed = files.reduce((a, f) => a + f.counters.malformed, 0);
-  lines.push(`${run.id}`);
-  lines.push(
-    `  format ${run.format ?? '-'}, ${files.length} file(s), ${run.rounds.size} round(s)${malformed ? `, ${malformed} malformed line(s) skipped` : ''}`,
+/** How much `analyze` prints: findings only, findings and a line per round, or every key series. */
+export type Detail = 'quiet' | 'normal' | 'verbose';
+
+export interface TextOptions {
+  detail?: Detail;
+  /** ANSI colours for severities (a terminal without NO_COLOR). */
+  color?: boolean;
+}
+
+const SEVERITY_COLOUR = { critical: '\x1b[1;31m', warning: '\x1b[33m', info: '\x1b[36m' } as const;
+
+function severityTag(x: Finding, color: boolean): string {
+  const tag = `[${x.severity}]`;
+  return color ? `${SEVERITY_COLOUR[x.severity]}${tag}\x1b[0m` : tag;
+}
+
+function place(x: Finding): string {
+  if (x.round === null) return x.step === null ? 'whole run' : `step ${x.step}`;
+  return x.step === null ? `round ${x.round}` : `round ${x.round}, step ${x.step}`;
+}
+
+/** A run's findings, most severe first, each with where, what and what to do. */
+function renderFindings(run: RunState, findings: Finding[], o: Required<TextOptions>): string[] {
+  if (findings.length === 0) return ['  findings: none'];
+  const lines = [`  findings: ${findings.length}`];
+  const sorted = [...findings].sort(
+    (a, b) =>
+      SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity] || (a.round ?? 0) - (b.round ?? 0) || (a.detector < b.detector ? -1 : 1),
   );
+  for (const x of sorted) {
+    lines.push(`    ${severityTag(x, o.color)} ${x.detector} (${place(x)}): ${x.message}`);
+    const spark = o.detail === 'quiet' ? null : findingSparkline(run, x);
+    if (spark !== null) lines.push(`      ${spark}`);
+    if (x.recommendation) lines.push(`      -> ${x.recommendation}`);
+  }
+  return lines;
+}
+
+/** Series of a round that say something new: one of two series with the same numbers is enough (total and reward often are). */
+function distinctSeries(r: RoundState): string[] {
+  const seen = new Set<string>();
+  return keySeries(r).filter((n) => {
+    const s = r.series.get(n)!;
+    const key = `${s.summary.n}|${fmt(s.summary.mean)}|${fmt(s.summary.sd)}|${fmt(s.window.mean)}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function renderRounds(run: RunState, detail: Detail): string[] {
+  const lines: string[] = [];
   for (const r of run.orderedRounds()) {
+    const names = distinctSeries(r);
+    if (detail === 'normal') {
+      const parts = names
+        .slice(0, 2)
+        .map((n) => `${n} ${fmt(r.series.get(n)!.summary.mean)} ${sparkline(r.series.get(n)!.curve.means(), 12)}`);
+      lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${parts.length > 0 ? `  ${parts.join('  ')}` : ''}`);
+      continue;
+    }
     const steps = r.firstStep === null ? '' : `, steps ${r.firstStep}-${r.lastStep}`;
     lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${steps}`);
-    const names = keySeries(r);
     const width = Math.max(...names.map((n) => n.length), 8);
     for (const n of names) {
       const s = r.series.get(n)!;
@@ -63,38 +115,45 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
       lines.push(`    signal share  ${parts.join(', ')}`);
     }
   }
+  return lines;
+}
+
+/** One run: its findings first, then what was read (a line per round, or every key series with --verbose). */
+export function renderRun(run: RunState, files: FileSource[], findings: Finding[], opts: TextOptions = {}): string {
+  const o: Required<TextOptions> = { detail: opts.detail ?? 'normal', color: opts.color ?? false };
+  const lines: string[] = [`${run.id}`, ...renderFindings(run, findings, o)];
+  if (o.detail === 'quiet') return lines.join('\n');
+  const malformed = files.reduce((a, f) => a + f.counters.malformed, 0);
+  const about = [`format ${run.format ?? '-'}, ${files.length} file(s), ${run.rounds.size} round(s)`];
+  if (malformed) about.push(`${malformed} malformed line(s) skipped`);
   const f = run.filter;
   if (!f.empty) {
     const counts = f.before !== null ? `, ${f.before} -> ${f.after} questions` : '';
-    lines.push(`  filter: boundary share ${pct(f.preShare)} before, ${pct(f.postShare)} after (${f.preN} questions read${counts})`);
+    about.push(`filter: boundary share ${pct(f.preShare)} before, ${pct(f.postShare)} after (${f.preN} questions read${counts})`);
   }
-  if (run.rollouts !== null || run.settings.rollouts !== undefined) {
-    lines.push(`  rollouts K = ${run.rollouts?.k ?? run.settings.rollouts}`);
+  if (run.rollouts !== null || run.settings.rollouts !== undefined) about.push(`rollouts K = ${run.rollouts?.k ?? run.settings.rollouts}`);
+  lines.push(`  ${about.join('; ')}`);
+  lines.push(...renderRounds(run, o.detail));
+  return lines.join('\n');
+}
+
+/** Across runs: how many have findings, of which severity, and which detectors fired where. */
+export function renderTally(runs: RunState[], findings: Finding[]): string {
+  const worst = new Map<string, Finding['severity']>();
+  for (const f of findings) {
+    const w = worst.get(f.run);
+    if (w === undefined || SEVERITY_RANK[f.severity] > SEVERITY_RANK[w]) worst.set(f.run, f.severity);
   }
-  if (findings.length === 0) lines.push('  findings: none');
-  else {
-    lines.push(`  findings: ${findings.length}`);
-    const groups = new Map<string, Finding[]>();
-    for (const x of findings) {
-      const key = x.round === null ? 'whole run' : `round ${x.round}`;
-      groups.set(key, [...(groups.get(key) ?? []), x]);
-    }
-    const order = [...groups.entries()].sort(
-      (a, b) =>
-        Math.max(...b[1].map((x) => SEVERITY_RANK[x.severity])) - Math.max(...a[1].map((x) => SEVERITY_RANK[x.severity])) ||
-        (a[0] < b[0] ? -1 : 1),
-    );
-    for (const [label, list] of order) {
-      lines.push(`    ${label}:`);
-      for (const x of [...list].sort((a, b) => SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity])) {
-        const at = x.step !== null ? ` at step ${x.step}` : '';
-        lines.push(`      [${x.severity}] ${x.detector}${at}: ${x.message}`);
-        const spark = findingSparkline(run, x);
-        if (spark !== null) lines.push(`        ${spark}`);
-        if (x.recommendation) lines.push(`        -> ${x.recommendation}`);
-      }
-    }
-  }
+  const count = (sev: Finding['severity']): number => [...worst.values()].filter((v) => v === sev).length;
+  const healthy = runs.length - worst.size;
+  const bySeverity = (['critical', 'warning', 'info'] as const).filter((v) => count(v) > 0).map((v) => `${count(v)} ${v}`);
+  const lines = [
+    `${runs.length} run(s): ${worst.size} with findings${bySeverity.length > 0 ? ` (worst: ${bySeverity.join(', ')})` : ''}, ${healthy} without`,
+  ];
+  const byDetector = new Map<string, Set<string>>();
+  for (const f of findings) byDetector.set(f.detector, (byDetector.get(f.detector) ?? new Set()).add(f.run));
+  for (const [d, set] of [...byDetector.entries()].sort((a, b) => b[1].size - a[1].size || (a[0] < b[0] ? -1 : 1)))
+    lines.push(`  ${d}: ${set.size} run(s)`);
   return lines.join('\n');
 }
 
@@ -103,21 +162,26 @@ export function renderText(
   filesByRun: Map<string, FileSource[]>,
   findings: Finding[] = [],
   notRead: readonly { path: string; reason: string }[] = [],
+  opts: TextOptions = {},
 ): string {
   const missing =
     notRead.length === 0 ? '' : `\nnot read (${notRead.length}):\n${notRead.map((p) => `  ${p.path}: ${p.reason}`).join('\n')}\n`;
   if (runs.length === 0) return `no training records found\n${missing}`;
-  return (
-    missing +
-    runs
-      .map((run) =>
-        renderRun(
-          run,
-          filesByRun.get(run.id) ?? [],
-          findings.filter((f) => f.run === run.id),
-        ),
-      )
-      .join('\n\n') +
-    '\n'
-  );
+  const quiet = opts.detail === 'quiet';
+  // Runs with something wrong first, the worst first; healthy runs after (left out with --quiet).
+  const worst = (run: RunState): number => Math.max(-1, ...findings.filter((f) => f.run === run.id).map((f) => SEVERITY_RANK[f.severity]));
+  const shown = runs.filter((r) => !quiet || worst(r) >= 0).sort((a, b) => worst(b) - worst(a) || (a.id < b.id ? -1 : 1));
+  const body = shown
+    .map((run) =>
+      renderRun(
+        run,
+        filesByRun.get(run.id) ?? [],
+        findings.filter((f) => f.run === run.id),
+        opts,
+      ),
+    )
+    .join('\n\n');
+  if (quiet) return `${shown.length === 0 ? 'findings: none' : body}\n${missing}`;
+  const tally = runs.length > 1 ? `\n\n${renderTally(runs, findings)}` : '';
+  return `${missing}${body}${tally}\n`;
 }
