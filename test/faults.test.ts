@@ -423,7 +423,9 @@ describe('faults: notifiers', () => {
     after(() => w.close());
     for (const r of ['r1', 'r2'])
       await w.do({ op: 'append', file: path.join(runs, r, 'outputs', 'selector_round1', 'reward_history.jsonl'), text: nanRun() });
-    await d.waitFor((l) => l.msg.startsWith('cannot send to alertmanager: Alertmanager unreachable (ECONNREFUSED)'));
+    await d.waitFor((l) =>
+      l.msg.startsWith(`cannot send to alertmanager: Alertmanager at 127.0.0.1:${amPort} unreachable: connection refused (ECONNREFUSED)`),
+    );
     await sleep(2000);
     await am.start(amPort);
 
@@ -449,11 +451,13 @@ describe('faults: notifiers', () => {
     assert.deepEqual(sent.map((l) => l['notifier']).sort(), ['alertmanager', 'alertmanager', 'slack', 'slack']);
     // Every failure said once, when it started or changed (not at every retry); the recovery once per channel.
     const failures = d.logs.filter((l) => l.msg.startsWith('cannot send to ')).map((l) => l.msg.replace(/; retrying with backoff$/, ''));
+    // Each names the channel's host:port and the cause, never the webhook's path.
+    const slackAt = `127.0.0.1:${new URL(slack.url).port}`;
     assert.deepEqual(failures.sort(), [
-      'cannot send to alertmanager: Alertmanager answered HTTP 500',
-      'cannot send to alertmanager: Alertmanager unreachable (ECONNREFUSED)',
-      'cannot send to slack: Slack answered HTTP 429 Too Many Requests',
-      'cannot send to slack: Slack webhook unreachable (TimeoutError)',
+      `cannot send to alertmanager: Alertmanager at 127.0.0.1:${amPort} answered HTTP 500`,
+      `cannot send to alertmanager: Alertmanager at 127.0.0.1:${amPort} unreachable: connection refused (ECONNREFUSED)`,
+      `cannot send to slack: Slack at ${slackAt} answered HTTP 429 Too Many Requests`,
+      `cannot send to slack: Slack webhook at ${slackAt} unreachable: no answer within 0.3 s`,
     ]);
     assert.equal(d.logs.filter((l) => l.msg === 'slack accepts notifications again').length, 1);
     assert.equal(d.logs.filter((l) => l.msg === 'alertmanager accepts notifications again').length, 1);

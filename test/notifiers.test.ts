@@ -81,13 +81,17 @@ describe('Slack', () => {
       ok: false,
       retry: true,
       retryAfterMs: 7000,
-      error: 'Slack answered HTTP 429 Too Many Requests',
+      error: `Slack at 127.0.0.1:${srv.url.split(':').pop()} answered HTTP 429 Too Many Requests`,
     });
     srv.respond = () => ({ status: 500, body: 'oops' });
     const r500 = await slack.send(notification());
     assert.equal(r500.ok === false && r500.retry, true);
     srv.respond = () => ({ status: 404, body: 'no_service' });
-    assert.deepEqual(await slack.send(notification()), { ok: false, retry: false, error: 'Slack answered HTTP 404 (not retried)' });
+    assert.deepEqual(await slack.send(notification()), {
+      ok: false,
+      retry: false,
+      error: `Slack at 127.0.0.1:${srv.url.split(':').pop()} answered HTTP 404 (not retried)`,
+    });
     await srv.stop();
     const down = await slack.send(notification());
     assert.equal(down.ok, false);
@@ -201,6 +205,64 @@ describe('Alertmanager', () => {
   });
 });
 
+describe('delivery errors name the channel, host:port and the cause, never the secret', () => {
+  test('connection refused, no answer in time, a refused login', async () => {
+    // A port nothing listens on: a server started and stopped.
+    const gone = await new CaptureServer().start();
+    const port = Number(gone.url.split(':').pop());
+    await gone.stop();
+    const slack = createSlackNotifier({
+      webhookUrl: new Secret(`http://127.0.0.1:${port}/services/T0/B0/XXSECRETXX`, 'test'),
+      timeoutMs: 300,
+    });
+    const refused = await slack.send(notification());
+    assert.deepEqual(refused, {
+      ok: false,
+      retry: true,
+      error: `Slack webhook at 127.0.0.1:${port} unreachable: connection refused (ECONNREFUSED)`,
+    });
+    const am = createAlertmanagerNotifier({ url: `http://127.0.0.1:${port}`, timeoutMs: 300 });
+    const amDown = await am.send(notification());
+    assert.ok(amDown.ok === false && amDown.error === `Alertmanager at 127.0.0.1:${port} unreachable: connection refused (ECONNREFUSED)`);
+    const mail = createEmailNotifier({
+      smtp: { host: '127.0.0.1', port, secure: false },
+      from: 'b@example.org',
+      to: ['t@example.org'],
+      timeoutMs: 300,
+    });
+    const mailDown = await mail.send(notification());
+    assert.ok(
+      mailDown.ok === false && mailDown.error === `SMTP server 127.0.0.1:${port} unreachable: connection refused (ECONNREFUSED)`,
+      JSON.stringify(mailDown),
+    );
+
+    const hang = await new CaptureServer().start();
+    hang.respond = () => 'hang';
+    const slow = createSlackNotifier({ webhookUrl: new Secret(`${hang.url}/services/T0/B0/XXSECRETXX`, 'test'), timeoutMs: 300 });
+    const timedOut = await slow.send(notification());
+    assert.ok(
+      timedOut.ok === false &&
+        timedOut.error === `Slack webhook at 127.0.0.1:${hang.url.split(':').pop()} unreachable: no answer within 0.3 s`,
+      JSON.stringify(timedOut),
+    );
+    await hang.stop();
+
+    const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'right-pass' }).start();
+    const wrong = createEmailNotifier({
+      smtp: { host: '127.0.0.1', port: smtp.port, secure: false, user: 'barwatch', pass: new Secret('XXWRONGPASSXX', 'test') },
+      from: 'b@example.org',
+      to: ['t@example.org'],
+      tls: { rejectUnauthorized: false },
+    });
+    const denied = await wrong.send(notification());
+    assert.ok(denied.ok === false && !denied.retry, JSON.stringify(denied));
+    assert.equal(denied.ok === false ? denied.error : '', `SMTP server 127.0.0.1:${smtp.port} refused the login: 535 (not retried)`);
+    for (const r of [refused, amDown, mailDown, timedOut, denied])
+      assert.ok(!/XXSECRETXX|XXWRONGPASSXX|\/services\//.test(JSON.stringify(r)));
+    await smtp.stop();
+  });
+});
+
 describe('barwatch test-alert', () => {
   test('reports delivered or the reason, per channel; secrets stay out of the output', async () => {
     const slack = await new CaptureServer().start();
@@ -219,7 +281,7 @@ describe('barwatch test-alert', () => {
     assert.equal(r.status, 1, r.stderr);
     assert.equal(
       r.stdout,
-      'console: delivered\nslack: delivered\nemail: delivered\nalertmanager: not delivered: Alertmanager answered HTTP 500\n',
+      `console: delivered\nslack: delivered\nemail: delivered\nalertmanager: not delivered: Alertmanager at 127.0.0.1:${am.url.split(':').pop()} answered HTTP 500\n`,
     );
     assert.ok(!(r.stdout + r.stderr).includes('XXSECRETXX'));
     assert.equal(smtp.messages[0]!.subject, 'barwatch test notification');

@@ -31,3 +31,56 @@ export function classifyStatus(status: number, retryAfter?: number): SendResult 
     return { ok: false, retry: true, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}), error: `HTTP ${status}` };
   return { ok: false, retry: false, error: `HTTP ${status} (not retried)` };
 }
+
+/** Where a channel sends: host and port of a URL (never its path or query, which may hold a secret). */
+export function endpointOf(url: string): string {
+  try {
+    const u = new URL(url);
+    const port = u.port !== '' ? u.port : u.protocol === 'https:' ? '443' : u.protocol === 'http:' ? '80' : '';
+    return port === '' ? u.hostname : `${u.hostname}:${port}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+const CAUSES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found (DNS)',
+  EAI_AGAIN: 'DNS lookup failed for now',
+  ETIMEDOUT: 'timed out',
+  ECONNRESET: 'connection reset',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EPIPE: 'connection closed',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'TLS: self-signed certificate',
+  SELF_SIGNED_CERT_IN_CHAIN: 'TLS: self-signed certificate in the chain',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'TLS: certificate not verifiable',
+  CERT_HAS_EXPIRED: 'TLS: certificate expired',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'TLS: certificate is for another host',
+  EPROTO: 'TLS or protocol error',
+};
+
+/**
+ * The underlying cause of a failed connection, in words with its code: `connection refused
+ * (ECONNREFUSED)`, `host not found (DNS) (ENOTFOUND)`, `no answer within 10 s`. Looks through the
+ * error's causes (fetch wraps the socket error) and its message (nodemailer puts it there).
+ */
+export function causeOf(err: unknown, timeoutMs?: number): string {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
+    const x = e as { name?: string; code?: string; message?: string; cause?: unknown };
+    if (x.name === 'TimeoutError' || x.name === 'AbortError' || x.code === 'ETIMEDOUT' || x.code === 'UND_ERR_CONNECT_TIMEOUT')
+      return timeoutMs !== undefined ? `no answer within ${timeoutMs / 1000} s` : 'timed out';
+    const code = x.code !== undefined && x.code in CAUSES ? x.code : /\b(E[A-Z_]{3,}|[A-Z_]*CERT[A-Z_]*)\b/.exec(x.message ?? '')?.[1];
+    if (code !== undefined && code in CAUSES) return `${CAUSES[code]} (${code})`;
+    if (x.message === 'bad port') return 'the port is one fetch refuses to use (bad port): pick another';
+    if (x.cause === undefined || x.cause === null) {
+      // The innermost error says it best; its code when it has one, else its first words.
+      const words = (x.message ?? '').split('\n')[0]!.slice(0, 120);
+      return x.code !== undefined ? `${words} (${x.code})` : words !== '' ? words : (x.name ?? 'unknown error');
+    }
+    e = x.cause;
+  }
+  const x = err as { code?: string; name?: string };
+  return x.code ?? x.name ?? 'unknown error';
+}

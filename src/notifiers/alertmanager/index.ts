@@ -3,7 +3,7 @@
  * dedup, silence and routing layer. Labels: alertname (the detector id), run, round, severity.
  */
 import type { Notification, SendResult } from '../../alerting/types.js';
-import { classifyStatus, retryAfterMs, type Notifier } from '../types.js';
+import { causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 
 export interface AlertmanagerOptions {
   url: string;
@@ -36,6 +36,8 @@ export function alertmanagerPayload(n: Notification): Record<string, unknown>[] 
 
 export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier {
   const endpoint = new URL('/api/v2/alerts', opts.url).toString();
+  const where = endpointOf(opts.url);
+  const timeoutMs = opts.timeoutMs ?? 10_000;
   return {
     name: 'alertmanager',
     async send(n: Notification): Promise<SendResult> {
@@ -44,14 +46,13 @@ export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier 
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify(alertmanagerPayload(n)),
-          signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+          signal: AbortSignal.timeout(timeoutMs),
         });
         await res.arrayBuffer().catch(() => undefined);
         const r = classifyStatus(res.status, retryAfterMs(res.headers.get('retry-after')));
-        return r.ok ? r : { ...r, error: `Alertmanager answered ${r.error}` };
+        return r.ok ? r : { ...r, error: `Alertmanager at ${where} answered ${r.error}` };
       } catch (err) {
-        const e = err as Error & { cause?: { code?: string } };
-        return { ok: false, retry: true, error: `Alertmanager unreachable (${e.cause?.code ?? e.name})` };
+        return { ok: false, retry: true, error: `Alertmanager at ${where} unreachable: ${causeOf(err, timeoutMs)}` };
       }
     },
   };

@@ -9,7 +9,7 @@ import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
 import { keyEvidence, plainText, title } from '../render.js';
 import type { Summary } from '../../summary/build.js';
-import type { Notifier } from '../types.js';
+import { causeOf, type Notifier } from '../types.js';
 import { where, escapeHtml } from '../../util/format.js';
 
 export interface EmailOptions {
@@ -56,6 +56,7 @@ export function createEmailNotifier(opts: EmailOptions): Notifier {
     ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
   });
   const secrets = [opts.smtp.pass];
+  const where = `${opts.smtp.host}:${opts.smtp.port}`;
   const deliver = async (mail: SendMailOptions): Promise<SendResult> => {
     try {
       await transport.sendMail({ from: opts.from, to: opts.to, ...mail });
@@ -67,11 +68,22 @@ export function createEmailNotifier(opts: EmailOptions): Notifier {
         return {
           ok: false,
           retry: transient,
-          error: redact(`SMTP server answered ${e.responseCode}${transient ? '' : ' (not retried)'}`, secrets),
+          error: redact(
+            `SMTP server ${where} ${e.code === 'EAUTH' ? 'refused the login:' : e.code === 'EENVELOPE' ? 'refused the sender or recipients:' : 'answered'} ${e.responseCode}${transient ? '' : ' (not retried)'}`,
+            secrets,
+          ),
         };
       }
       const permanent = e.code === 'EAUTH' || e.code === 'EENVELOPE';
-      return { ok: false, retry: !permanent, error: redact(`SMTP ${e.code ?? 'error'}${permanent ? ' (not retried)' : ''}`, secrets) };
+      const what =
+        e.code === 'EAUTH'
+          ? 'refused the login (EAUTH)'
+          : e.code === 'EENVELOPE'
+            ? 'refused the sender or recipients (EENVELOPE)'
+            : e.code === 'ETLS'
+              ? `TLS failed: ${causeOf(err, opts.timeoutMs ?? 10_000)} (ETLS)`
+              : `unreachable: ${causeOf(err, opts.timeoutMs ?? 10_000)}`;
+      return { ok: false, retry: !permanent, error: redact(`SMTP server ${where} ${what}${permanent ? ' (not retried)' : ''}`, secrets) };
     }
   };
   return {

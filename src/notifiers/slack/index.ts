@@ -8,7 +8,7 @@ import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
 import type { Summary } from '../../summary/build.js';
 import { escapeSlack, keyEvidence, plainText, title } from '../render.js';
-import { classifyStatus, retryAfterMs, type Notifier } from '../types.js';
+import { causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 import { where } from '../../util/format.js';
 
 export interface SlackOptions {
@@ -65,6 +65,7 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
     retryAfter = res.headers.get('retry-after');
     return res;
   };
+  const where = endpointOf(opts.webhookUrl.reveal());
   const hook = new IncomingWebhook(opts.webhookUrl.reveal(), { fetch: fetchFn, timeout: opts.timeoutMs ?? 10_000 });
   const post = async (payload: unknown): Promise<SendResult> => {
     retryAfter = null;
@@ -74,11 +75,14 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
     } catch (err) {
       if (err instanceof IncomingWebhookHTTPError) {
         const r = classifyStatus(err.statusCode, retryAfterMs(retryAfter));
-        return r.ok ? r : { ...r, error: `Slack answered ${r.error}` };
+        return r.ok ? r : { ...r, error: `Slack at ${where} answered ${r.error}` };
       }
       const cause = err instanceof IncomingWebhookRequestError ? err.original : (err as Error);
-      const detail = (cause as { cause?: { code?: string } }).cause?.code ?? cause.name;
-      return { ok: false, retry: true, error: redact(`Slack webhook unreachable (${detail})`, [opts.webhookUrl]) };
+      return {
+        ok: false,
+        retry: true,
+        error: redact(`Slack webhook at ${where} unreachable: ${causeOf(cause, opts.timeoutMs ?? 10_000)}`, [opts.webhookUrl]),
+      };
     }
   };
   return {
