@@ -215,4 +215,22 @@ describe('validate catches what would fail later', () => {
     assert.match(r.stderr, /watch\.roots\[0\]: warning: .*missing-root does not exist yet/);
     assert.match(r.stdout, /valid/);
   });
+
+  test('an unreadable secret file, a bad cron expression and time zone: each says what it will break', () => {
+    const dir = tempDir();
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `notify:\n  email: {smtp: {host: 127.0.0.1, port: 25, user: u, pass_file: ${dir}/missing-pass}, from: a@example.org, to: [b@example.org]}\nsummary: {cron: '61 25 * * *', timezone: Mars/Olympus}\n`,
+    );
+    const r = spawnSync(process.execPath, [BIN, 'validate', '--config', cfg], { encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    const lines = r.stderr.trim().split('\n');
+    assert.deepEqual(lines, [
+      `${cfg}: notify.email.smtp.pass_file: cannot read ${dir}/missing-pass (ENOENT) (breaks the email channel)`,
+      `${cfg}: summary.cron: is not a valid cron expression (e.g. "0 23 * * *") (breaks the nightly summary)`,
+      `${cfg}: summary.timezone: is not a known time zone (e.g. UTC, Europe/Paris) (breaks the nightly summary)`,
+      '3 problem(s) found',
+    ]);
+  });
 });

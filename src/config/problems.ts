@@ -14,8 +14,18 @@ export interface ConfigProblem {
   message: string;
 }
 
+/** What a problem at `key` would break when it bites: a notification channel, the nightly summary. */
+export function breaks(key: string): string | null {
+  const channel = /^notify\.(slack|email|alertmanager)\b/.exec(key)?.[1];
+  if (channel !== undefined) return `the ${channel} channel`;
+  if (key.startsWith('summary.')) return 'the nightly summary';
+  return null;
+}
+
 export function formatProblem(p: ConfigProblem): string {
-  return p.key === '' ? `${p.file}: ${p.message}` : `${p.file}: ${p.key}: ${p.message}`;
+  if (p.key === '') return `${p.file}: ${p.message}`;
+  const what = breaks(p.key);
+  return `${p.file}: ${p.key}: ${p.message}${what !== null && !p.message.includes(what) ? ` (breaks ${what})` : ''}`;
 }
 
 export class ConfigError extends Error {
