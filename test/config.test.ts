@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { describe, test } from 'node:test';
@@ -180,8 +180,18 @@ describe('barwatch validate', () => {
     assert.match(bad.stderr, /several\.yaml: http\.listen: must be host:port/);
     assert.match(bad.stderr, /several\.yaml: log\.level: must be one of/);
     assert.match(bad.stderr, /2 problem\(s\) found/);
-    const none = spawnSync(process.execPath, [BIN, 'validate'], { encoding: 'utf8' });
-    assert.equal(none.status, 2);
+    // Without --config: the first of $BARWATCH_CONFIG, ./barwatch.yaml, $XDG_CONFIG_HOME/barwatch/barwatch.yaml, /etc/barwatch/barwatch.yaml.
+    const home = tempDir();
+    const env = { ...process.env, XDG_CONFIG_HOME: path.join(home, 'xdg'), BARWATCH_CONFIG: '' };
+    const none = spawnSync(process.execPath, [BIN, 'validate'], { encoding: 'utf8', cwd: home, env });
+    if (!existsSync('/etc/barwatch/barwatch.yaml')) {
+      assert.equal(none.status, 2);
+      assert.match(none.stderr, /no configuration to check: give --config FILE \(looked for .*barwatch\.yaml/);
+    }
+    writeFileSync(path.join(home, 'barwatch.yaml'), 'log: {level: warn}\n');
+    const found = spawnSync(process.execPath, [BIN, 'validate'], { encoding: 'utf8', cwd: home, env });
+    assert.equal(found.status, 0, found.stderr);
+    assert.match(found.stdout, new RegExp(`checking ${path.join(home, 'barwatch.yaml')} \\(no --config given\\)\n.*: valid`));
   });
 });
 
