@@ -107,6 +107,6 @@ test('a bad cron expression or time zone is refused', () => {
     () => parseConfig('summary: {cron: "every night", timezone: Mars/Olympus}\n', '/etc/b.yaml'),
     (err: Error) =>
       err.message ===
-      '/etc/b.yaml: summary.cron: is not a valid cron expression (e.g. "0 23 * * *")\n/etc/b.yaml: summary.timezone: is not a known time zone (e.g. UTC, Europe/Paris)',
+      '/etc/b.yaml: summary.cron: is not a valid cron expression (e.g. "0 23 * * *") (breaks the nightly summary)\n/etc/b.yaml: summary.timezone: is not a known time zone (e.g. UTC, Europe/Paris) (breaks the nightly summary)',
   );
 });

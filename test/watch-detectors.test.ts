@@ -54,12 +54,14 @@ async function watchWhileWriting(
   root: string,
   write: () => Promise<void>,
   settled?: (d: DaemonProcess) => Promise<unknown>,
+  /** stale-run's min_silence: short where a scenario stops writing on purpose, long where none does (a busy CI may pause a writer for seconds). */
+  staleAfter = '4s',
 ): Promise<{ alerts: AlertLine[]; offline: Finding[] }> {
   const state = path.join(root, 'state');
   const cfg = path.join(root, 'barwatch.yaml');
   writeFileSync(
     cfg,
-    `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: 4s}\n`,
+    `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: ${staleAfter}}\n`,
   );
   const runs = path.join(root, 'runs');
   const d = new DaemonProcess([runs, '--config', cfg]);
@@ -183,14 +185,19 @@ describe('watch equals analyze, written live', () => {
   test('every simulator scenario, written by barwatch simulate at 400 steps a second', async (t) => {
     const root = tempDir();
     const seed = 2;
-    const { alerts, offline } = await watchWhileWriting(root, async () => {
-      const done = await Promise.all(
-        SIM_SCENARIO_NAMES.map((name) =>
-          barwatchAsync(['simulate', path.join(root, 'runs', name), '--scenario', name, '--seed', String(seed), '--speed', '400']),
-        ),
-      );
-      for (const r of done) assert.equal(r.status, 0, r.stderr);
-    });
+    const { alerts, offline } = await watchWhileWriting(
+      root,
+      async () => {
+        const done = await Promise.all(
+          SIM_SCENARIO_NAMES.map((name) =>
+            barwatchAsync(['simulate', path.join(root, 'runs', name), '--scenario', name, '--seed', String(seed), '--speed', '400']),
+          ),
+        );
+        for (const r of done) assert.equal(r.status, 0, r.stderr);
+      },
+      undefined,
+      '10m',
+    );
     const rows = [...HEADER];
     for (const name of SIM_SCENARIO_NAMES) {
       const run = path.join(root, 'runs', name);
@@ -216,12 +223,17 @@ describe('watch equals analyze, written live', () => {
     for (let i = 0; lists.some((l) => i < l.length); i++) for (const l of lists) if (i < l.length) writes.push(l[i]!);
     const planFile = path.join(root, 'plan.json');
     writeFileSync(planFile, JSON.stringify({ writes, every: 1500, pauseMs: 200 }));
-    const { alerts, offline } = await watchWhileWriting(root, async () => {
-      const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
-      await new Promise<void>((resolve, reject) =>
-        writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
-      );
-    });
+    const { alerts, offline } = await watchWhileWriting(
+      root,
+      async () => {
+        const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
+        await new Promise<void>((resolve, reject) =>
+          writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
+        );
+      },
+      undefined,
+      '10m',
+    );
     const rows = [...HEADER];
     for (const name of SIM_SCENARIO_NAMES) {
       const run = path.join(root, 'runs', name);
