@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
@@ -240,6 +240,46 @@ function noRepeats(logs: LogLine[]): void {
   const repeated = [...seen].filter(([, n]) => n > 1);
   assert.deepEqual(repeated, [], 'a problem was logged more than once');
 }
+
+describe('faults: special files named like whole-file formats', () => {
+  test('a FIFO config and a trainer_state.json linked to /dev/zero are refused; the rest is read; SIGTERM stops the daemon at once', async () => {
+    const { dir, runs, state } = workspace();
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${state}\nwatch: {status_interval: 300ms, checkpoint_interval: 100ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
+    );
+    const d = new DaemonProcess([runs, '--config', cfg], AS !== undefined ? { user: AS } : {});
+    await d.waitFor((l) => l.msg === 'watching');
+    const w = new Actor();
+    after(() => w.close());
+    const run = path.join(runs, 'r1');
+    mkdirSync(path.join(run, 'configs'), { recursive: true });
+    mkdirSync(path.join(run, 'outputs'), { recursive: true });
+    assert.equal(spawnSync('mkfifo', [path.join(run, 'configs', 'evil.yaml')]).status, 0);
+    symlinkSync('/dev/zero', path.join(run, 'outputs', 'trainer_state.json'));
+    const jsonl = path.join(run, 'outputs', 'selector_round1', 'reward_history.jsonl');
+    await w.do({ op: 'append', file: jsonl, text: goods(1, 20) });
+    // Lines written after the special files are still read: nothing hangs.
+    await statusAt(d, 20);
+    await w.do({ op: 'append', file: jsonl, text: goods(21, 30) });
+    const st = await statusAt(d, 30);
+    assert.ok((st['records'] as number) >= 30);
+    const refused = d.logs.filter((l) => /ENOTFILE/.test(JSON.stringify(l)));
+    assert.ok(
+      refused.some((l) => JSON.stringify(l).includes('evil.yaml')),
+      'the FIFO is named as not a regular file',
+    );
+    assert.ok(
+      refused.some((l) => JSON.stringify(l).includes('trainer_state.json')),
+      'the link to a device is named',
+    );
+    const t0 = Date.now();
+    assert.equal(await d.stop(), 0);
+    assert.ok(Date.now() - t0 < 10_000, `stopped in ${Date.now() - t0} ms`);
+    assert.ok(d.logs.some((l) => l.msg === 'stopped' || /state saved|stopped/.test(l.msg)));
+  });
+});
 
 describe('faults: the state folder', () => {
   /**

@@ -2,7 +2,7 @@
  * One file barwatch reads: where it belongs (run, role, round), how it is read (tailed by lines,
  * or re-read whole when it changes), its parser, and what went wrong with it, counted.
  */
-import { promises as fsp } from 'node:fs';
+import { constants, promises as fsp } from 'node:fs';
 import { createParser, type FileKind } from '../parsers/index.js';
 import type { FormatId, ParsedRecord, Parser, ParserOptions } from '../parsers/types.js';
 import { isMalformed } from '../parsers/types.js';
@@ -186,27 +186,41 @@ export class FileSource {
   private async pollDocument(sink: Sink, now: number): Promise<ReadOutcome> {
     const parser = this.parser;
     if (parser.kind !== 'document') return 'idle';
-    let st;
+    // Opened without blocking and checked on the handle: a FIFO named like a config would hang a
+    // plain read (and shutdown with it), a link to /dev/zero would read without end. Only
+    // regular files are read, as the line tailers do.
+    let fh;
     try {
-      st = await fsp.stat(this.file);
+      fh = await fsp.open(this.file, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
       throw err;
     }
-    const sig: DocSignature = { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
-    const d = this.doc;
-    if (d !== null && d.dev === sig.dev && d.ino === sig.ino && d.size === sig.size && d.mtimeMs === sig.mtimeMs) return 'idle';
-    if (st.size > MAX_DOCUMENT_BYTES) {
+    let text: string;
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw Object.assign(new Error(`not a regular file: ${this.file}`), { code: 'ENOTFILE' });
+      const sig: DocSignature = { dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+      const d = this.doc;
+      if (d !== null && d.dev === sig.dev && d.ino === sig.ino && d.size === sig.size && d.mtimeMs === sig.mtimeMs) return 'idle';
+      if (st.size > MAX_DOCUMENT_BYTES) {
+        this.doc = sig;
+        this.problem({
+          file: this.file,
+          kind: 'too-large',
+          message: `file is ${st.size} bytes, over the ${MAX_DOCUMENT_BYTES}-byte limit for whole-file formats; not read`,
+        });
+        return 'idle';
+      }
+      // At most the limit, even if the file grows while it is read.
+      const buf = Buffer.alloc(Math.min(st.size, MAX_DOCUMENT_BYTES));
+      let got = 0;
+      for (let n = -1; n !== 0 && got < buf.length; got += n) n = (await fh.read(buf, got, buf.length - got, got)).bytesRead;
+      text = buf.subarray(0, got).toString('utf8');
       this.doc = sig;
-      this.problem({
-        file: this.file,
-        kind: 'too-large',
-        message: `file is ${st.size} bytes, over the ${MAX_DOCUMENT_BYTES}-byte limit for whole-file formats; not read`,
-      });
-      return 'idle';
+    } finally {
+      await fh.close();
     }
-    const text = await fsp.readFile(this.file, 'utf8');
-    this.doc = sig;
     this.counters.lines++;
     this.lastData = now;
     const r = parser.document(text);
