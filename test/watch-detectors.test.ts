@@ -146,6 +146,27 @@ const HEADER = [
   '|---|---|---|---|---|---|',
 ];
 
+/** Runs the writer process on a plan until it has written everything. */
+async function replay(planFile: string): Promise<void> {
+  const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
+  await new Promise<void>((resolve, reject) =>
+    writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
+  );
+}
+
+/** Every simulated run: analyze gives what its scenario expects, and live equals analyze. */
+function checkSimulated(t: TestContext, root: string, seed: number, alerts: AlertLine[], offline: Finding[]): void {
+  const rows = [...HEADER];
+  for (const name of SIM_SCENARIO_NAMES) {
+    const run = path.join(root, 'runs', name);
+    const findings = offline.filter((f) => f.run === run);
+    const ids = [...new Set(findings.map((f) => f.detector))].sort();
+    assert.ok(asExpected({ scenario: name, seed, ids, findings }), `${name}: analyze gives ${ids.join(', ') || 'nothing'}`);
+    rows.push(...liveEqualsAnalyze(name, run, alerts, offline));
+  }
+  for (const row of rows) t.diagnostic(row);
+}
+
 /** Every scenario of the generator, interleaved in trainer time, replayed by a writer process. */
 async function scenariosLive(t: TestContext, seed: number, every: number, pauseMs: number): Promise<void> {
   const root = tempDir();
@@ -158,12 +179,7 @@ async function scenariosLive(t: TestContext, seed: number, every: number, pauseM
   writeFileSync(planFile, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every, pauseMs }));
   const { alerts, offline } = await watchWhileWriting(
     root,
-    async () => {
-      const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
-      await new Promise<void>((resolve, reject) =>
-        writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
-      );
-    },
+    () => replay(planFile),
     // The stale run stopped writing early in the replay: the daemon must say so by itself.
     (d) => d.waitFor((l) => l.msg.startsWith('firing: stale-run'), 30_000),
   );
@@ -198,15 +214,7 @@ describe('watch equals analyze, written live', () => {
       undefined,
       '10m',
     );
-    const rows = [...HEADER];
-    for (const name of SIM_SCENARIO_NAMES) {
-      const run = path.join(root, 'runs', name);
-      const findings = offline.filter((f) => f.run === run);
-      const ids = [...new Set(findings.map((f) => f.detector))].sort();
-      assert.ok(asExpected({ scenario: name, seed, ids, findings }), `${name}: analyze gives ${ids.join(', ') || 'nothing'}`);
-      rows.push(...liveEqualsAnalyze(name, run, alerts, offline));
-    }
-    for (const row of rows) t.diagnostic(row);
+    checkSimulated(t, root, seed, alerts, offline);
   });
 
   test('every simulator scenario in bursts (its finished files replayed, 1,500 writes across files and rounds, then 200 ms)', async (t) => {
@@ -223,25 +231,7 @@ describe('watch equals analyze, written live', () => {
     for (let i = 0; lists.some((l) => i < l.length); i++) for (const l of lists) if (i < l.length) writes.push(l[i]!);
     const planFile = path.join(root, 'plan.json');
     writeFileSync(planFile, JSON.stringify({ writes, every: 1500, pauseMs: 200 }));
-    const { alerts, offline } = await watchWhileWriting(
-      root,
-      async () => {
-        const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
-        await new Promise<void>((resolve, reject) =>
-          writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
-        );
-      },
-      undefined,
-      '10m',
-    );
-    const rows = [...HEADER];
-    for (const name of SIM_SCENARIO_NAMES) {
-      const run = path.join(root, 'runs', name);
-      const findings = offline.filter((f) => f.run === run);
-      const ids = [...new Set(findings.map((f) => f.detector))].sort();
-      assert.ok(asExpected({ scenario: name, seed, ids, findings }), `${name}: analyze gives ${ids.join(', ') || 'nothing'}`);
-      rows.push(...liveEqualsAnalyze(name, run, alerts, offline));
-    }
-    for (const row of rows) t.diagnostic(row);
+    const { alerts, offline } = await watchWhileWriting(root, () => replay(planFile), undefined, '10m');
+    checkSimulated(t, root, seed, alerts, offline);
   });
 });
