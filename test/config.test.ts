@@ -226,6 +226,23 @@ describe('validate catches what would fail later', () => {
     assert.match(r.stdout, /valid/);
   });
 
+  test("durations out of range are refused with the range: no status line every millisecond, no timer past Node's 24.8 days", () => {
+    const bad = (text: string): string[] => {
+      try {
+        parseConfig(text, '/etc/b.yaml');
+        return [];
+      } catch (err) {
+        return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
+      }
+    };
+    assert.deepEqual(bad('watch: {status_interval: 0s}\n'), ['watch.status_interval: must be from 100ms to 24d']);
+    assert.deepEqual(bad('alerting: {repeat_interval: 30d}\n'), ['alerting.repeat_interval: must be from 1m to 24d']);
+    assert.deepEqual(bad('notify: {timeout: 30d}\n'), ['notify.timeout: must be from 100ms to 10m']);
+    assert.deepEqual(bad('detectors: {stale-run: {min_silence: 30d}}\n'), ['detectors.stale-run.min_silence: must be from 0s to 24d']);
+    assert.deepEqual(bad('watch: {status_interval: soon}\n'), ['watch.status_interval: must be a duration such as 500ms, 10s, 5m or 4h']);
+    assert.deepEqual(bad('watch: {status_interval: 24d}\nalerting: {group_interval: 0s}\n'), []);
+  });
+
   test('an unreadable secret file, a bad cron expression and time zone: each says what it will break', () => {
     const dir = tempDir();
     const cfg = path.join(dir, 'c.yaml');

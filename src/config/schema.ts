@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { DETECTORS } from '../detectors/index.js';
-import { detectorSchema, durationSchema } from '../detectors/params.js';
+import { boundedDuration, detectorSchema, durationSchema } from '../detectors/params.js';
 
 const duration = durationSchema;
 const positiveInt = z.number().int().positive();
@@ -26,13 +26,13 @@ const emailAddress = z.string().regex(/^[^\s@<>,;]+@[^\s@<>,;]+$/, { message: 'm
 const watch = z.strictObject({
   roots: z.array(z.string().min(1)).min(1).default(['.']),
   poll: z.boolean().default(false),
-  poll_interval: duration.default('1s'),
+  poll_interval: boundedDuration('100ms', '1h').default('1s'),
   /** How often the daemon logs its one-line status. */
-  status_interval: duration.default('60s'),
+  status_interval: boundedDuration('100ms').default('60s'),
   /** How often offsets and statistics are saved. */
-  checkpoint_interval: duration.default('5s'),
+  checkpoint_interval: boundedDuration('100ms', '1h').default('5s'),
   /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
-  sweep_interval: duration.default('30s'),
+  sweep_interval: boundedDuration('100ms').default('30s'),
 });
 
 const parse = z.strictObject({
@@ -63,8 +63,8 @@ const alerting = z.strictObject({
   keep_firing_for: duration.default('0s'),
   group_wait: duration.default('10s'),
   /** Wait before notifying changes to a group that was already notified. */
-  group_interval: duration.default('1m'),
-  repeat_interval: duration.default('4h'),
+  group_interval: boundedDuration('0s').default('1m'),
+  repeat_interval: boundedDuration('1m').default('4h'),
   resolve_notify: z.boolean().default(true),
 });
 
@@ -93,7 +93,7 @@ const notify = z.strictObject({
   email: email.optional(),
   alertmanager: z.strictObject({ url: httpUrl }).optional(),
   /** How long one send may take (connect, answer) before it counts as failed and is retried. */
-  timeout: duration.default('10s'),
+  timeout: boundedDuration('100ms', '10m').default('10s'),
 });
 
 const summary = z.strictObject({

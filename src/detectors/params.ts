@@ -10,8 +10,26 @@ import type { Detector, Params } from './types.js';
 
 export const DURATION_MESSAGE = 'must be a duration such as 500ms, 10s, 5m or 4h';
 
-/** A duration as the config writes it (`500ms`, `10s`, `5m`, `4h`, `1d`, `1h30m`). */
-export const durationSchema = z.custom<string>((v) => typeof v === 'string' && parseDuration(v) !== null, { message: DURATION_MESSAGE });
+/** Node's timers hold at most 2^31-1 ms (about 24.8 days); a longer one fires after 1 ms. */
+export const MAX_TIMER = '24d';
+
+/**
+ * A duration as the config writes it (`500ms`, `10s`, `5m`, `4h`, `1d`, `1h30m`), between `min`
+ * and `max` (both written as durations, said in the message when one is out of range).
+ */
+export function boundedDuration(min = '0s', max = MAX_TIMER): z.ZodType<string> {
+  const lo = parseDuration(min)!;
+  const hi = parseDuration(max)!;
+  return z
+    .custom<string>((v) => typeof v === 'string' && parseDuration(v) !== null, { message: DURATION_MESSAGE })
+    .superRefine((v, ctx) => {
+      const ms = parseDuration(v)!;
+      if (ms < lo || ms > hi) ctx.addIssue({ code: 'custom', message: `must be from ${min} to ${max}` });
+    });
+}
+
+/** Any duration a timer can hold. */
+export const durationSchema = boundedDuration();
 
 function paramSchema(def: unknown): z.ZodType {
   if (typeof def === 'boolean') return z.boolean();
