@@ -59,6 +59,8 @@ describe('canonical keys', () => {
 
   test('unknown keys are kept verbatim; a user key map wins', () => {
     assert.equal(canonicalKey('critic/score/mean'), 'critic/score/mean');
+    // Names every object inherits are series names like any other (was `function Object() {...}`).
+    for (const k of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) assert.equal(canonicalKey(k), k);
     assert.equal(canonicalKey('rewards/reward_fn/mean'), 'rewards/reward_fn/mean');
     assert.equal(canonicalKey('my_bnd', { my_bnd: 'boundary' }), 'boundary');
   });

@@ -96,7 +96,9 @@ function computeCanonical(raw: string): string {
     base = base.slice(0, -4);
     suffix = '_std';
   }
-  const alias = ALIASES[base];
+  // Own keys only: a log key named `constructor` or `toString` is a series of that name, not a
+  // property every object inherits.
+  const alias = Object.hasOwn(ALIASES, base) ? ALIASES[base] : undefined;
   if (alias !== undefined) return alias + suffix;
   if (prefixed) {
     for (const [word, component] of COMPONENT_WORDS) {
