@@ -58,6 +58,35 @@ describe('barwatch analyze', () => {
     assert.ok(!(r.stdout + r.stderr).includes(`${String.fromCharCode(27)}[`));
   });
 
+  test('a run folder named with line breaks and terminal escapes is shown escaped: no forged line, no escape reaches the terminal', async () => {
+    const { writeScenario } = await import('./helpers/scenarios.js');
+    const { formatTransition } = await import('../src/notifiers/console.js');
+    const root = tempDir();
+    const evil = `run\r\nFIRING [critical] fake: all good${String.fromCharCode(27)}]0;pwned${String.fromCharCode(7)}`;
+    writeScenario(path.join(root, evil), 'nan-rewards', 3);
+    const r = barwatch(['analyze', root]);
+    assert.equal(r.status, 1, r.stderr);
+    const raw = (text: string): boolean => ['\r', String.fromCharCode(27), String.fromCharCode(7)].some((c) => text.includes(c));
+    assert.ok(!raw(r.stdout), JSON.stringify(r.stdout.slice(0, 200)));
+    assert.ok(r.stdout.includes('run\\r\\nFIRING [critical] fake: all good\\x1b]0;pwned\\x07'));
+    assert.ok(!/^FIRING/m.test(r.stdout));
+    const shown = formatTransition({
+      kind: 'firing',
+      finding: {
+        detector: 'nonfinite-reward',
+        severity: 'critical',
+        run: path.join(root, evil),
+        round: 1,
+        step: 2,
+        message: 'm',
+        evidence: {},
+        recommendation: null,
+      },
+    });
+    assert.equal(shown.split('\n').length, 3);
+    assert.ok(!raw(shown));
+  });
+
   test('many runs: the runs with findings first, the worst first, then a tally; --quiet prints findings only', async () => {
     const { writeScenario } = await import('./helpers/scenarios.js');
     const root = tempDir();

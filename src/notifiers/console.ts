@@ -5,16 +5,17 @@
 import { appendFileSync } from 'node:fs';
 import type { Transition } from '../detectors/engine.js';
 import { findingJson } from '../report/json.js';
-import { where } from '../util/format.js';
+import { printable, where } from '../util/format.js';
 
 const LABEL: Record<Transition['kind'], string> = { firing: 'FIRING', resolved: 'RESOLVED', escalated: 'ESCALATED' };
 
 export function formatTransition(t: Transition): string {
   const f = t.finding;
   const at = where(f);
-  const head = `${LABEL[t.kind]} [${f.severity}] ${f.detector}: ${f.run}${at ? ` (${at})` : ''}`;
-  if (t.kind === 'resolved') return `${head}\n  no longer holds: ${f.message}\n`;
-  return `${head}\n  ${f.message}\n${f.recommendation ? `  -> ${f.recommendation}\n` : ''}`;
+  // The run is a folder name and messages quote log text: shown with control characters escaped.
+  const head = `${LABEL[t.kind]} [${f.severity}] ${f.detector}: ${printable(f.run)}${at ? ` (${at})` : ''}`;
+  if (t.kind === 'resolved') return `${head}\n  no longer holds: ${printable(f.message)}\n`;
+  return `${head}\n  ${printable(f.message)}\n${f.recommendation ? `  -> ${printable(f.recommendation)}\n` : ''}`;
 }
 
 export class AlertLog {

@@ -3,7 +3,7 @@ import type { FileSource } from '../sources/file-source.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
 import { signalShares } from '../runs/signal.js';
-import { fmt, pct } from '../util/format.js';
+import { fmt, pct, printable } from '../util/format.js';
 import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
 import { sparkline } from './sparkline.js';
 
@@ -68,10 +68,10 @@ function renderFindings(run: RunState, findings: Finding[], o: Required<TextOpti
       SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity] || (a.round ?? 0) - (b.round ?? 0) || (a.detector < b.detector ? -1 : 1),
   );
   for (const x of sorted) {
-    lines.push(`    ${severityTag(x, o.color)} ${x.detector} (${place(x)}): ${x.message}`);
+    lines.push(`    ${severityTag(x, o.color)} ${x.detector} (${place(x)}): ${printable(x.message)}`);
     const spark = o.detail === 'quiet' ? null : findingSparkline(run, x);
     if (spark !== null) lines.push(`      ${spark}`);
-    if (x.recommendation) lines.push(`      -> ${x.recommendation}`);
+    if (x.recommendation) lines.push(`      -> ${printable(x.recommendation)}`);
   }
   return lines;
 }
@@ -121,7 +121,7 @@ function renderRounds(run: RunState, detail: Detail): string[] {
 /** One run: its findings first, then what was read (a line per round, or every key series with --verbose). */
 export function renderRun(run: RunState, files: FileSource[], findings: Finding[], opts: TextOptions = {}): string {
   const o: Required<TextOptions> = { detail: opts.detail ?? 'normal', color: opts.color ?? false };
-  const lines: string[] = [`${run.id}`, ...renderFindings(run, findings, o)];
+  const lines: string[] = [printable(run.id), ...renderFindings(run, findings, o)];
   if (o.detail === 'quiet') return lines.join('\n');
   const malformed = files.reduce((a, f) => a + f.counters.malformed, 0);
   const about = [`format ${run.format ?? '-'}, ${files.length} file(s), ${run.rounds.size} round(s)`];
@@ -165,7 +165,9 @@ export function renderText(
   opts: TextOptions = {},
 ): string {
   const missing =
-    notRead.length === 0 ? '' : `\nnot read (${notRead.length}):\n${notRead.map((p) => `  ${p.path}: ${p.reason}`).join('\n')}\n`;
+    notRead.length === 0
+      ? ''
+      : `\nnot read (${notRead.length}):\n${notRead.map((p) => `  ${printable(p.path)}: ${p.reason}`).join('\n')}\n`;
   if (runs.length === 0) return `no training records found\n${missing}`;
   const quiet = opts.detail === 'quiet';
   // Runs with something wrong first, the worst first; healthy runs after (left out with --quiet).

@@ -26,3 +26,15 @@ export function where(a: { round: number | null; step: number | null }): string 
 export function escapeHtml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
+
+/**
+ * Text for a terminal that came from outside (folder names, log text): control characters are
+ * shown escaped (`\r`, `\n`, `\x1b`), so a run folder named `run\r\nBcc: ...` cannot forge a line
+ * and `\x1b]0;title\x07` cannot drive the terminal.
+ */
+export function printable(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) =>
+    c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}
