@@ -195,26 +195,28 @@ describe('barwatch validate', () => {
   });
 });
 
+/** The problems parseConfig finds in a config text, as `key: message`; none when it is valid. */
+function problemsOf(text: string): string[] {
+  try {
+    parseConfig(text, '/etc/b.yaml');
+    return [];
+  } catch (err) {
+    return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
+  }
+}
+
 describe('validate catches what would fail later', () => {
   test('a URL that reaches nothing, an address that is not one, a root that does not exist yet (a warning)', () => {
-    const bad = (text: string): string[] => {
-      try {
-        parseConfig(text, '/etc/b.yaml');
-        return [];
-      } catch (err) {
-        return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
-      }
-    };
-    assert.deepEqual(bad('notify: {slack: {webhook_url: "htp:/127.0.0.1/hook"}}\n'), [
+    assert.deepEqual(problemsOf('notify: {slack: {webhook_url: "htp:/127.0.0.1/hook"}}\n'), [
       'notify.slack.webhook_url: must be an http:// or https:// URL with a host',
     ]);
-    assert.deepEqual(bad('notify: {alertmanager: {url: "ftp://am.example:9093"}}\n'), [
+    assert.deepEqual(problemsOf('notify: {alertmanager: {url: "ftp://am.example:9093"}}\n'), [
       'notify.alertmanager.url: must be an http:// or https:// URL with a host',
     ]);
-    assert.deepEqual(bad('notify: {email: {to: [not-an-email]}}\n'), [
+    assert.deepEqual(problemsOf('notify: {email: {to: [not-an-email]}}\n'), [
       'notify.email.to[0]: must be an email address such as name@example.org',
     ]);
-    assert.deepEqual(bad('notify: {email: {to: [ml@example.org], from: "a b@c"}}\n'), [
+    assert.deepEqual(problemsOf('notify: {email: {to: [ml@example.org], from: "a b@c"}}\n'), [
       'notify.email.from: must be an email address such as name@example.org',
     ]);
     const dir = tempDir();
@@ -227,20 +229,16 @@ describe('validate catches what would fail later', () => {
   });
 
   test("durations out of range are refused with the range: no status line every millisecond, no timer past Node's 24.8 days", () => {
-    const bad = (text: string): string[] => {
-      try {
-        parseConfig(text, '/etc/b.yaml');
-        return [];
-      } catch (err) {
-        return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
-      }
-    };
-    assert.deepEqual(bad('watch: {status_interval: 0s}\n'), ['watch.status_interval: must be from 100ms to 24d']);
-    assert.deepEqual(bad('alerting: {repeat_interval: 30d}\n'), ['alerting.repeat_interval: must be from 1m to 24d']);
-    assert.deepEqual(bad('notify: {timeout: 30d}\n'), ['notify.timeout: must be from 100ms to 10m']);
-    assert.deepEqual(bad('detectors: {stale-run: {min_silence: 30d}}\n'), ['detectors.stale-run.min_silence: must be from 0s to 24d']);
-    assert.deepEqual(bad('watch: {status_interval: soon}\n'), ['watch.status_interval: must be a duration such as 500ms, 10s, 5m or 4h']);
-    assert.deepEqual(bad('watch: {status_interval: 24d}\nalerting: {group_interval: 0s}\n'), []);
+    assert.deepEqual(problemsOf('watch: {status_interval: 0s}\n'), ['watch.status_interval: must be from 100ms to 24d']);
+    assert.deepEqual(problemsOf('alerting: {repeat_interval: 30d}\n'), ['alerting.repeat_interval: must be from 1m to 24d']);
+    assert.deepEqual(problemsOf('notify: {timeout: 30d}\n'), ['notify.timeout: must be from 100ms to 10m']);
+    assert.deepEqual(problemsOf('detectors: {stale-run: {min_silence: 30d}}\n'), [
+      'detectors.stale-run.min_silence: must be from 0s to 24d',
+    ]);
+    assert.deepEqual(problemsOf('watch: {status_interval: soon}\n'), [
+      'watch.status_interval: must be a duration such as 500ms, 10s, 5m or 4h',
+    ]);
+    assert.deepEqual(problemsOf('watch: {status_interval: 24d}\nalerting: {group_interval: 0s}\n'), []);
   });
 
   test('an unreadable secret file, a bad cron expression and time zone: each says what it will break', () => {

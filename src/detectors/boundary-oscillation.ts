@@ -11,7 +11,7 @@
  * False-positive rates on long white and AR(1) noise: scripts/noise-fp.ts.
  */
 import { recent, roundsOf } from './queries.js';
-import { detrend, mannKendall, moments, spectralPeak, theilSen, type SpectralPeak } from '../stats/inference.js';
+import { detrend, mannKendall, median, moments, spectralPeak, theilSen, type SpectralPeak } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 import { pct, round3 } from '../util/format.js';
 
@@ -61,11 +61,6 @@ export const boundaryOscillationDefaults: P = {
   high_sd: 0.15,
 };
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1]!;
-}
-
 export interface SpanVerdict {
   cyclic: boolean;
   peaks: (SpectralPeak | null)[];
@@ -87,16 +82,17 @@ export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
   const wins: number[][] = [];
   for (let i = 0; i < p.windows; i++) wins.push(last.slice(i * hop, i * hop + p.window));
   const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
+  const windowsAgree =
+    peaks.every((k) => strongPeak(k, p)) && Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
   // The windows overlap by half, so one noise bump can show in two of them: the swing must also
-  // hold over the whole span, one coherent peak at the windows' period (noise does not keep phase).
-  const whole = spectralPeak(last, p.min_period, p.max_period);
+  // hold over the whole span, one coherent peak at the windows' period (noise does not keep
+  // phase). Only worked out when the windows agree, which is rare.
+  const whole = windowsAgree ? spectralPeak(last, p.min_period, p.max_period) : null;
   const cyclic =
-    peaks.every((k) => strongPeak(k, p)) &&
-    Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6 &&
     whole !== null &&
     whole.share > p.min_span_share &&
     whole.contrast >= p.min_contrast &&
-    Math.abs(Math.log(whole.period / median(peaks.map((k) => k.period)))) <= Math.log(1.6);
+    Math.abs(Math.log(whole.period / median(peaks.map((k) => k!.period)))) <= Math.log(1.6);
   const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
   const mk = mannKendall(last);
   const rise = mk.pUp < 0.05 ? theilSen(last) * (last.length - 1) : 0;

@@ -10,6 +10,7 @@ import type { RoundState } from '../runs/round.js';
 import type { Role } from '../parsers/types.js';
 import type { RunState } from '../runs/run.js';
 import { mannKendall, moments, theilSen } from '../stats/inference.js';
+import { resample } from '../stats/rolling.js';
 import type { Detector, Params } from './types.js';
 import { pct, round3 } from '../util/format.js';
 
@@ -28,18 +29,6 @@ interface P extends Params {
    * 0.01 per 128 steps at 0.41 would take the better part of ten rounds, which is a stall.
    */
   horizon: number;
-}
-
-function blockMeans(xs: readonly number[], parts: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < parts; i++) {
-    const from = Math.floor((i * xs.length) / parts);
-    const to = Math.floor(((i + 1) * xs.length) / parts);
-    let sum = 0;
-    for (let j = from; j < to; j++) sum += xs[j]!;
-    out.push(sum / (to - from));
-  }
-  return out;
 }
 
 /**
@@ -103,7 +92,7 @@ export const generatorStall: Detector<P> = {
     const mean = w.values.reduce((a, b) => a + b, 0) / w.values.length;
     // Below c - margin beyond doubt: the mean's standard error from 8 block means (blocks tame the
     // autocorrelation; a swinging accuracy, e.g. 0.39-0.58, has a mean that is not a level).
-    const blocks = blockMeans(w.values, 8);
+    const blocks = resample(w.values, 8);
     const se = Math.sqrt(moments(blocks).variance / blocks.length);
     if (!(mean + 2 * se < c - p.margin)) return [];
     const mk = mannKendall(w.values, true);
