@@ -237,7 +237,6 @@ export const frozenGenerator: Detector<P> = {
               const m = name === 'boundary' ? sm : am;
               return m !== null && startedOver(sel.get(k - 1)!, s, m, p.alpha, name, p.min_steps);
             });
-      let repeatOnly = false;
       if (restarted !== undefined && sm !== null) {
         signs.push(
           `selector round ${k}'s boundary reward curve repeats round ${k - 1}'s (NRMSE ${sm.nrmse} against the within-round noise)` +
@@ -247,27 +246,26 @@ export const frozenGenerator: Detector<P> = {
         evidence['selector_curves'] = { rounds: [k - 1, k], ...sm, max_nrmse: p.max_nrmse, started_over: restarted };
         if (am !== null) evidence['selector_accuracy_curves'] = { rounds: [k - 1, k], ...am };
         step ??= s?.lastStep ?? null;
-        repeatOnly = true;
       }
       // 3. Generator round k-1 repeats round k-2's accuracy curve. A reset generator still learns
       // within each round, the same way twice, and starts each round from the same level: two flat
       // curves at one level, one rising and one falling within the noise, or a decline that carries
       // on from round to round are what an updated generator that does not improve draws.
-      if (
+      const generatorRepeats =
         s !== undefined &&
         s.steps >= p.min_steps &&
         gm !== null &&
         gm.nrmse <= p.max_nrmse &&
         gm.p_means_differ >= p.alpha &&
-        startedOver(gen.get(k - 2)!, gen.get(k - 1)!, gm, p.alpha)
-      ) {
+        startedOver(gen.get(k - 2)!, gen.get(k - 1)!, gm, p.alpha);
+      if (generatorRepeats) {
         signs.push(`generator round ${k - 1}'s accuracy curve repeats round ${k - 2}'s (NRMSE ${gm.nrmse})`);
         evidence['generator_curves'] = { rounds: [k - 2, k - 1], ...gm, max_nrmse: p.max_nrmse };
         step ??= s.lastStep ?? null;
-        repeatOnly = false;
       }
-      if (evidence['generator_round'] !== undefined) repeatOnly = false;
       if (signs.length === 0) continue;
+      // Only the selector's curves say so: no missing or short generator round, no repeat of its own.
+      const repeatOnly = restarted !== undefined && !generatorRepeats && evidence['generator_round'] === undefined;
       // The selector's repeat alone, where the generator's own logs of round k-1 say neither that
       // it moved nor that it repeated itself: they are the better witness, and they do not agree.
       const g = gen.get(k - 1);
