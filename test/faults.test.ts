@@ -7,7 +7,18 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
@@ -278,6 +289,55 @@ describe('faults: special files named like whole-file formats', () => {
     assert.equal(await d.stop(), 0);
     assert.ok(Date.now() - t0 < 10_000, `stopped in ${Date.now() - t0} ms`);
     assert.ok(d.logs.some((l) => l.msg === 'stopped' || /state saved|stopped/.test(l.msg)));
+  });
+});
+
+describe('faults: the state folder is private and written through no symlink', () => {
+  test('under umask 000 the folder is 0700 and its files 0600; symlinks planted in place of its files leave their targets untouched', async () => {
+    const { dir, runs, state } = workspace();
+    const am = await new CaptureServer().start();
+    after(() => am.stop());
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, alertmanagerConfig(state, am.url));
+    // Files another user planted: writable by anyone, so following a link would change them.
+    const victims = ['tmp-victim', 'alerts-victim', 'notifications-victim'].map((n) => path.join(dir, n));
+    for (const v of victims) {
+      writeFileSync(v, 'untouched\n');
+      chmodSync(v, 0o666);
+    }
+    symlinkSync(victims[0]!, path.join(state, 'state.json.tmp'));
+    symlinkSync(victims[1]!, path.join(state, 'alerts.jsonl'));
+    symlinkSync(victims[2]!, path.join(state, 'notifications.jsonl'));
+    chmodSync(state, 0o777);
+    const old = process.umask(0);
+    let d: DaemonProcess;
+    try {
+      d = new DaemonProcess([runs, '--config', cfg], AS !== undefined ? { user: AS } : {});
+    } finally {
+      process.umask(old);
+    }
+    await d.waitFor((l) => l.msg === 'watching');
+    const w = new Actor();
+    after(() => w.close());
+    const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
+    await w.do({ op: 'append', file, text: nanRun() });
+    await statusAt(d, 40);
+    const end = Date.now() + 10_000;
+    while (am.requests.length === 0 && Date.now() < end) await sleep(50);
+    assert.equal(am.requests.length, 1, 'the alert is delivered');
+    await d.waitFor((l) => /notifications\.jsonl/.test(l.msg) && /ELOOP/.test(l.msg));
+    assert.equal(await d.stop(), 0);
+    for (const v of victims) assert.equal(readFileSync(v, 'utf8'), 'untouched\n', `${path.basename(v)} was written through a link`);
+    const mode = (p: string): string => (statSync(p).mode & 0o777).toString(8);
+    assert.equal(mode(state), '700');
+    assert.equal(mode(path.join(state, 'outbox')), '700');
+    assert.equal(mode(path.join(state, 'outbox', 'failed')), '700');
+    assert.equal(mode(path.join(state, 'state.json')), '600');
+    assert.ok(lstatSync(path.join(state, 'alerts.jsonl')).isSymbolicLink(), 'the planted link is left for a person to look at');
+    assert.ok(
+      d.logs.some((l) => l.level >= 40 && /alerts\.jsonl|ELOOP/.test(JSON.stringify(l))),
+      'the refused alert log is reported',
+    );
   });
 });
 

@@ -11,12 +11,13 @@
  * and the record of what was sent are kept in memory, the failure is logged once, and the
  * recovery is logged when a write succeeds again.
  */
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../util/log.js';
 import type { Channel, Notification } from './types.js';
 import { writeAtomic } from '../state/atomic.js';
+import { Journal } from '../state/journal.js';
+import { makePrivateDir, READ_NOFOLLOW } from '../state/private.js';
 import type { StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
 
@@ -60,14 +61,40 @@ export interface DeliveryRecord {
   attempts: number;
 }
 
-const LOG_KEEP = 10_000;
+/**
+ * How many delivered notifications are remembered to stop a repeat (the most recent ones):
+ * notifications.jsonl itself is rotated (state/journal.ts), read as a stream at start.
+ */
+export const SENT_KEEP = 10_000;
+
+/** A set that forgets its oldest members beyond `limit`. */
+class RecentSet {
+  private readonly items = new Set<string>();
+  constructor(private readonly limit: number) {}
+  add(x: string): void {
+    this.items.delete(x);
+    this.items.add(x);
+    if (this.items.size > this.limit)
+      for (const old of this.items) {
+        this.items.delete(old);
+        break;
+      }
+  }
+  has(x: string): boolean {
+    return this.items.has(x);
+  }
+  get size(): number {
+    return this.items.size;
+  }
+}
 
 export class Outbox {
   readonly dir: string;
   private readonly failedDir: string;
   readonly logFile: string;
+  private readonly journal: Journal;
   private readonly entries = new Map<string, Entry>();
-  private readonly sent = new Set<string>();
+  private readonly sent = new RecentSet(SENT_KEEP);
   private readonly channels = new Map<string, ChannelState>();
   private pumping: Promise<void> | null = null;
   /** Writes to the state folder that fail, logged once until the cause changes. */
@@ -87,27 +114,34 @@ export class Outbox {
     this.dir = layout.outbox;
     this.failedDir = layout.outboxFailed;
     this.logFile = layout.notifications;
+    this.journal = new Journal(this.logFile, undefined, now);
   }
 
   /** Loads what a previous process left: queued entries and the log of what was sent. */
   async init(): Promise<void> {
-    if (!(await this.disk('create the outbox folder', () => fsp.mkdir(this.failedDir, { recursive: true })))) return;
-    if (existsSync(this.logFile)) {
-      const lines = readFileSync(this.logFile, 'utf8')
-        .split('\n')
-        .filter((l) => l.trim() !== '');
-      for (const l of lines.slice(-LOG_KEEP)) {
+    const created = await this.disk('create the outbox folder', async () => {
+      await makePrivateDir(this.dir);
+      await makePrivateDir(this.failedDir);
+    });
+    if (!created) return;
+    try {
+      for await (const l of this.journal.lines()) {
         try {
           this.sent.add((JSON.parse(l) as DeliveryRecord).dedupeKey);
         } catch {
           // A torn last line (kill -9 mid-append) is ignored.
         }
       }
+    } catch (err) {
+      this.log.warn(
+        { file: this.logFile, code: (err as NodeJS.ErrnoException).code },
+        'cannot read the record of sent notifications; a notification queued before the restart may be sent twice',
+      );
     }
     for (const name of await fsp.readdir(this.dir)) {
       if (!name.endsWith('.json')) continue;
       try {
-        const e = JSON.parse(await fsp.readFile(path.join(this.dir, name), 'utf8')) as Entry;
+        const e = JSON.parse(await fsp.readFile(path.join(this.dir, name), { encoding: 'utf8', flag: READ_NOFOLLOW })) as Entry;
         if (this.sent.has(e.notification.dedupeKey)) {
           await fsp.rm(path.join(this.dir, name), { force: true });
           continue;
@@ -145,7 +179,7 @@ export class Outbox {
 
   /** Writes an entry, creating its folder first (it may have been impossible to create at start). */
   private async write(file: string, e: Entry): Promise<void> {
-    await fsp.mkdir(path.dirname(file), { recursive: true });
+    await makePrivateDir(path.dirname(file));
     await writeAtomic(file, JSON.stringify(e));
   }
 
@@ -269,7 +303,7 @@ export class Outbox {
     this.sent.add(n.dedupeKey);
     this.entries.delete(n.id);
     this.counters.sent.set(n.channel, (this.counters.sent.get(n.channel) ?? 0) + 1);
-    await this.disk('record a delivery in notifications.jsonl', () => appendFileSync(this.logFile, JSON.stringify(rec) + '\n'));
+    await this.disk('record a delivery in notifications.jsonl', () => this.journal.append(JSON.stringify(rec) + '\n'));
     // Removed even when the record could not be written: a restart must not send it again.
     await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
   }

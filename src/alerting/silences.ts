@@ -3,10 +3,11 @@
  * `<state_dir>/silences.json`. A silenced alert is not notified; it still resolves, quietly.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Alert } from './types.js';
 import { writeAtomic } from '../state/atomic.js';
+import { makePrivateDirSync, readPrivateSync } from '../state/private.js';
 
 export interface Silence {
   id: string;
@@ -55,7 +56,7 @@ export class SilenceStore {
     if (m !== this.mtime) {
       this.mtime = m;
       try {
-        const v = JSON.parse(readFileSync(this.file, 'utf8')) as unknown;
+        const v = JSON.parse(readPrivateSync(this.file)) as unknown;
         if (!Array.isArray(v)) throw new Error('not a list');
         this.list = v as Silence[];
       } catch (err) {
@@ -83,7 +84,7 @@ export class SilenceStore {
     const silence: Silence = { id: randomUUID().slice(0, 8), createdAt: new Date(now).toISOString(), ...s };
     const list = this.load().filter((x) => Date.parse(x.endsAt) > now);
     list.push(silence);
-    mkdirSync(path.dirname(this.file), { recursive: true });
+    makePrivateDirSync(path.dirname(this.file));
     await writeAtomic(this.file, JSON.stringify(list, null, 2));
     this.mtime = -1;
     return silence;

@@ -22,7 +22,7 @@ export function registerSummary(program: Command): void {
         import('../notifiers/index.js'),
         import('../summary/send.js'),
       ]);
-      const s = summaryOf(config, runs, Date.now(), opts.send === true);
+      const s = await summaryOf(config, runs, Date.now(), opts.send === true);
       if (opts.send !== true) {
         process.stdout.write(`${s.subject}\n\n${s.text}\n`);
         return;

@@ -18,7 +18,7 @@ export function scheduleNightly(config: Config, send: () => Promise<void>, log: 
 
 /** Builds the summary from the runs as they stand and sends it to summary.channels, logging each result. */
 export async function sendNightly(config: Config, runs: RunState[], notifiers: Notifier[], now: number, log: Logger): Promise<void> {
-  const s = summaryOf(config, runs, now);
+  const s = await summaryOf(config, runs, now);
   for (const r of await sendSummary(config, notifiers, s)) {
     if (r.ok) log.info({ notifier: r.channel }, `summary sent to ${r.channel}`);
     else log.warn({ notifier: r.channel }, `summary not sent to ${r.channel}: ${r.error}`);

@@ -5,12 +5,12 @@
  * long as the last one took, so saving costs at most about 2% of the time however many runs
  * the state holds (200 busy runs: a 28 MB state).
  */
-import { mkdirSync, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { AlertingJSON } from '../alerting/service.js';
 import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
 import { writeAtomic } from '../state/atomic.js';
 import { loadState, type LoadedState } from '../state/file.js';
+import { makePrivateDir, makePrivateDirSync } from '../state/private.js';
 import { StateLock } from '../state/lock.js';
 import type { StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
@@ -27,7 +27,7 @@ export function loadDaemonState(file: string, now: number): Promise<LoadedState<
 
 /** Creates the state folder when needed and reads what the last run of the daemon saved (null: start afresh). */
 export async function openState(layout: StateLayout, now: number, log: Logger): Promise<DaemonState | null> {
-  await fsp.mkdir(layout.dir, { recursive: true }).catch((err: NodeJS.ErrnoException) => {
+  await makePrivateDir(layout.dir).catch((err: NodeJS.ErrnoException) => {
     log.warn({ stateDir: layout.dir, code: err.code }, 'cannot create the state folder; state will not be saved');
   });
   const loaded = await loadDaemonState(layout.state, now);
@@ -106,7 +106,7 @@ export class StateDirInUse extends Error {
  */
 export function lockState(layout: StateLayout, log: Logger): StateLock | null {
   try {
-    mkdirSync(layout.dir, { recursive: true });
+    makePrivateDirSync(layout.dir);
   } catch (err) {
     log.warn(
       { stateDir: layout.dir, code: (err as NodeJS.ErrnoException).code },

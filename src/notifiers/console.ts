@@ -2,9 +2,9 @@
  * Alerts as the daemon reports them before any notifier is configured: a readable block on the
  * console (stdout) and one JSON line per transition in `<state_dir>/alerts.jsonl`.
  */
-import { appendFileSync } from 'node:fs';
 import type { Transition } from '../detectors/engine.js';
 import { findingJson } from '../report/json.js';
+import { Journal } from '../state/journal.js';
 import { printable, where } from '../util/format.js';
 
 const LABEL: Record<Transition['kind'], string> = { firing: 'FIRING', resolved: 'RESOLVED', escalated: 'ESCALATED' };
@@ -19,12 +19,16 @@ export function formatTransition(t: Transition): string {
 }
 
 export class AlertLog {
+  private readonly journal: Journal;
+
   constructor(
-    /** `<state_dir>/alerts.jsonl` (state/layout.ts). */
+    /** `<state_dir>/alerts.jsonl` (state/layout.ts), rotated by state/journal.ts. */
     readonly file: string,
     private readonly out: NodeJS.WritableStream = process.stdout,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.journal = new Journal(file, undefined, now);
+  }
 
   /** Prints and records transitions; a failing write is returned, not thrown. */
   record(ts: readonly Transition[]): Error | null {
@@ -34,7 +38,7 @@ export class AlertLog {
       lines += JSON.stringify({ time: new Date(this.now()).toISOString(), status: t.kind, ...findingJson(t.finding) }) + '\n';
     }
     try {
-      if (lines !== '') appendFileSync(this.file, lines);
+      this.journal.append(lines);
       return null;
     } catch (err) {
       return err as Error;

@@ -1,9 +1,12 @@
 /**
  * Replacing a file so that a crash at any moment leaves either the old file or the new one: write
- * a temporary file, fsync it, rename it over the target, fsync the folder.
+ * a temporary file, fsync it, rename it over the target, fsync the folder. The temporary file is
+ * created exclusively and 0600 (a symlink planted in its place is removed, never written through)
+ * and the rename replaces whatever is at the target, a symlink included, without following it.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { CREATE_EXCLUSIVE, PRIVATE_FILE_MODE } from './private.js';
 
 /** Pieces are copied into a buffer of this size and written when it fills. */
 const WRITE_BUFFER = 1 << 20;
@@ -28,14 +31,26 @@ async function writePieces(fh: fsp.FileHandle, pieces: readonly string[]): Promi
   await writeAll(fh, buf, used);
 }
 
+/** Creates `tmp` exclusively; a leftover (an interrupted save, or a planted symlink) is unlinked first. */
+async function openExclusive(tmp: string): Promise<fsp.FileHandle> {
+  try {
+    return await fsp.open(tmp, CREATE_EXCLUSIVE, PRIVATE_FILE_MODE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  await fsp.unlink(tmp);
+  return fsp.open(tmp, CREATE_EXCLUSIVE, PRIVATE_FILE_MODE);
+}
+
 /**
  * Replaces `file` with `data` (a text, or the pieces of one) so that a crash at any moment leaves
  * either the old file or the new one.
  */
 export async function writeAtomic(file: string, data: string | readonly string[]): Promise<void> {
   const tmp = `${file}.tmp`;
-  const fh = await fsp.open(tmp, 'w', 0o600);
+  const fh = await openExclusive(tmp);
   try {
+    await fh.chmod(PRIVATE_FILE_MODE);
     if (typeof data === 'string') await fh.writeFile(data, 'utf8');
     else await writePieces(fh, data);
     await fh.sync();

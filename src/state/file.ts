@@ -7,6 +7,7 @@
  * over from the logs.
  */
 import { promises as fsp } from 'node:fs';
+import { READ_NOFOLLOW } from './private.js';
 
 /** Bumped when a section changes shape in a way an older barwatch cannot read. */
 export const STATE_VERSION = 1;
@@ -25,7 +26,7 @@ export interface LoadedState<S extends StateEnvelope> {
 async function readJson(file: string): Promise<{ ok: true; value: unknown } | { ok: false; missing: boolean; why: string }> {
   let text: string;
   try {
-    text = await fsp.readFile(file, 'utf8');
+    text = await fsp.readFile(file, { encoding: 'utf8', flag: READ_NOFOLLOW });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     return { ok: false, missing: code === 'ENOENT', why: code ?? 'unreadable' };

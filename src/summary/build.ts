@@ -4,9 +4,9 @@
  * boundary's share of the reward signal, the alerts fired and resolved in the last 24 hours, and
  * charts of the boundary reward and the accuracy per round.
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { roundsOf, targetOf } from '../detectors/queries.js';
 import type { RunState } from '../runs/run.js';
+import { Journal } from '../state/journal.js';
 import { signalShares } from '../runs/signal.js';
 import { escapeHtml, pct } from '../util/format.js';
 import { lineChartSvg, svgToPng, type Line } from './chart.js';
@@ -33,11 +33,9 @@ export interface AlertLine {
   severity: string;
 }
 
-export function readAlertLog(file: string, since: number): AlertLine[] {
-  if (!existsSync(file)) return [];
+export async function readAlertLog(file: string, since: number): Promise<AlertLine[]> {
   const out: AlertLine[] = [];
-  for (const l of readFileSync(file, 'utf8').split('\n')) {
-    if (l.trim() === '') continue;
+  for await (const l of new Journal(file).lines()) {
     try {
       const a = JSON.parse(l) as AlertLine;
       if (Date.parse(a.time) >= since) out.push(a);

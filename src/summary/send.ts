@@ -4,8 +4,8 @@ import type { RunState } from '../runs/run.js';
 import { stateLayout } from '../state/layout.js';
 import { buildSummary, readAlertLog, type Summary } from './build.js';
 
-export function summaryOf(config: Config, runs: RunState[], now: number, withCharts = true): Summary {
-  const alerts = readAlertLog(stateLayout(config.stateDir).alerts, now - 86_400_000);
+export async function summaryOf(config: Config, runs: RunState[], now: number, withCharts = true): Promise<Summary> {
+  const alerts = await readAlertLog(stateLayout(config.stateDir).alerts, now - 86_400_000);
   return buildSummary(runs, alerts, now, withCharts);
 }
 

@@ -1,0 +1,104 @@
+/**
+ * Limits that hold whatever is written into the state folder or the config (issue 18): the
+ * append-only logs rotate and are read as a stream, the record of what was sent is bounded.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { Outbox } from '../src/alerting/outbox.js';
+import type { Channel, Notification } from '../src/alerting/types.js';
+import { Journal } from '../src/state/journal.js';
+import { stateLayout } from '../src/state/layout.js';
+import { silentLogger } from '../src/util/log.js';
+import { tempDir } from './helpers/fs.js';
+
+const record = (time: number, i: number): string => JSON.stringify({ time: new Date(time).toISOString(), i }) + '\n';
+
+async function all(j: Journal): Promise<number[]> {
+  const out: number[] = [];
+  for await (const l of j.lines()) out.push((JSON.parse(l) as { i: number }).i);
+  return out;
+}
+
+describe('hardening: the append-only logs of the state folder', () => {
+  test('rotate by size: two generations of at most maxBytes, read oldest first', async () => {
+    const file = path.join(tempDir(), 'alerts.jsonl');
+    const t = Date.parse('2026-01-01T00:00:00Z');
+    const j = new Journal(file, { maxBytes: 1000, maxAgeMs: 86_400_000 }, () => t);
+    for (let i = 0; i < 100; i++) j.append(record(t, i));
+    assert.ok(statSync(file).size <= 1000);
+    assert.ok(statSync(j.previous).size <= 1000);
+    assert.equal((statSync(file).mode & 0o777).toString(8), '600');
+    const got = await all(j);
+    assert.ok(got.length >= 20 && got.length < 100, `${got.length} records kept`);
+    assert.deepEqual(
+      got,
+      Array.from({ length: got.length }, (_, k) => 100 - got.length + k),
+      'the most recent, in order',
+    );
+  });
+
+  test('rotate by age: a generation whose first record is older than maxAgeMs is moved aside, also after a restart', async () => {
+    const file = path.join(tempDir(), 'notifications.jsonl');
+    const day = 86_400_000;
+    const t0 = Date.parse('2026-01-01T00:00:00Z');
+    writeFileSync(file, record(t0, 0) + record(t0 + 1000, 1));
+    let now = t0 + 2 * day;
+    const j = new Journal(file, { maxBytes: 1 << 20, maxAgeMs: 3 * day }, () => now);
+    j.append(record(now, 2));
+    assert.equal(readFileSync(file, 'utf8').split('\n').length - 1, 3, 'younger than the limit: appended');
+    now = t0 + 4 * day;
+    j.append(record(now, 3));
+    assert.equal(readFileSync(file, 'utf8'), record(now, 3), 'older than the limit: a new generation');
+    assert.deepEqual(await all(j), [0, 1, 2, 3]);
+  });
+
+  test('missing files read as empty; a torn last line is skipped by the reader, not the journal', async () => {
+    const file = path.join(tempDir(), 'alerts.jsonl');
+    const j = new Journal(file);
+    assert.deepEqual(await all(j), []);
+    writeFileSync(file, record(0, 1) + '{"time": "1970');
+    const lines: string[] = [];
+    for await (const l of j.lines()) lines.push(l);
+    assert.equal(lines.length, 2);
+  });
+});
+
+describe('hardening: the record of what was sent', () => {
+  test('is read from both generations at start: an entry sent before a rotation is not sent again', async () => {
+    const layout = stateLayout(tempDir());
+    mkdirSync(layout.outbox, { recursive: true });
+    const n = (id: string, dedupeKey: string): Notification => ({
+      id,
+      dedupeKey,
+      channel: 'slack',
+      group: 'g',
+      reason: 'firing',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      alerts: [],
+    });
+    const rec = (key: string): string =>
+      JSON.stringify({ time: '2026-01-01T00:00:00.000Z', id: key, dedupeKey: key, channel: 'slack', group: 'g', attempts: 1 }) + '\n';
+    writeFileSync(`${layout.notifications}.1`, rec('old'));
+    writeFileSync(layout.notifications, rec('new'));
+    for (const [id, key] of [
+      ['a', 'old'],
+      ['b', 'new'],
+      ['c', 'never'],
+    ] as const)
+      writeFileSync(
+        path.join(layout.outbox, `${id}.json`),
+        JSON.stringify({ notification: n(id, key), attempts: 0, nextAttempt: 0, lastError: null }),
+      );
+    const sent: string[] = [];
+    const slack: Channel = { name: 'slack', send: (x) => (sent.push(x.dedupeKey), Promise.resolve({ ok: true })) };
+    const box = new Outbox(layout, new Map([['slack', slack]]), silentLogger(), () => Date.now());
+    await box.init();
+    assert.equal(box.depth, 1, 'only the notification never sent stays queued');
+    assert.ok(!existsSync(path.join(layout.outbox, 'a.json')) && !existsSync(path.join(layout.outbox, 'b.json')));
+    await box.pump();
+    assert.deepEqual(sent, ['never']);
+    assert.equal(await box.enqueue(n('d', 'old')), false, 'a notification sent before the rotation is not queued again');
+  });
+});
