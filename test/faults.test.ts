@@ -258,7 +258,8 @@ describe('faults: special files named like whole-file formats', () => {
     const cfg = path.join(dir, 'c.yaml');
     writeFileSync(
       cfg,
-      `state_dir: ${state}\nwatch: {status_interval: 300ms, checkpoint_interval: 100ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
+      // follow_symlinks: all, so the link to /dev/zero reaches the regular-file check (by default a link out of the roots is not followed at all).
+      `state_dir: ${state}\nwatch: {status_interval: 300ms, checkpoint_interval: 100ms, sweep_interval: 300ms, follow_symlinks: all}\nlog: {format: json}\n`,
     );
     const d = new DaemonProcess([runs, '--config', cfg], AS !== undefined ? { user: AS } : {});
     await d.waitFor((l) => l.msg === 'watching');

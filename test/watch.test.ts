@@ -128,6 +128,88 @@ describe('barwatch watch', () => {
   });
 });
 
+/**
+ * Symlinks under a root: `inside` (the default) follows `run2` (a link to a folder inside the
+ * root) and refuses `run3` (a link out of the roots) and `run4` (a link into the state folder,
+ * which sits inside the root and is never read).
+ */
+function linkedRoots(): { dir: string; runs: string; state: string; outside: string } {
+  const dir = tempDir();
+  const runs = path.join(dir, 'runs');
+  const state = path.join(runs, 'state');
+  const outside = path.join(dir, 'outside');
+  const rh = (run: string): string => {
+    const d = path.join(run, 'outputs', 'selector_round1');
+    mkdirSync(d, { recursive: true });
+    const f = path.join(d, 'reward_history.jsonl');
+    writeFileSync(f, '{"step": 1, "boundary": 0.5}\n{"step": 2, "boundary": 0.6}\n');
+    return f;
+  };
+  rh(path.join(runs, 'run1'));
+  rh(path.join(runs, '.store', 'run2'));
+  rh(path.join(outside, 'run3'));
+  rh(state);
+  symlinkSync(path.join(runs, '.store', 'run2'), path.join(runs, 'run2'));
+  symlinkSync(path.join(outside, 'run3'), path.join(runs, 'run3'));
+  symlinkSync(state, path.join(runs, 'run4'));
+  return { dir, runs, state, outside };
+}
+
+function reachConfig(dir: string, state: string, watch = ''): string {
+  const file = path.join(dir, 'reach.yaml');
+  writeFileSync(
+    file,
+    `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 200ms, sweep_interval: 300ms${watch}}\nlog: {format: json}\n`,
+  );
+  return file;
+}
+
+describe('barwatch watch: how far it reaches', () => {
+  test('a link out of the roots is reported once and not followed, a link inside is; the state folder is never read', async () => {
+    const { dir, runs, state, outside } = linkedRoots();
+    const d = new DaemonProcess([runs, '--config', reachConfig(dir, state)]);
+    await d.waitFor(status(4));
+    // Sweeps walk the roots again: nothing more is read and nothing is reported twice.
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(await d.stop(), 0);
+    const out = d.logs.filter((l) => l['code'] === 'ELINKOUT');
+    assert.equal(out.length, 1, JSON.stringify(out));
+    assert.equal(out[0]!['path'], path.join(runs, 'run3'));
+    assert.match(
+      out[0]!.msg,
+      new RegExp(`leads to ${outside}/run3, outside the watched roots; not followed \\(watch.follow_symlinks: inside`),
+    );
+    assert.deepEqual(
+      d.logs.filter((l) => l.msg === 'discovered run').map((l) => path.basename(l['run'] as string)),
+      ['run1', 'run2'],
+    );
+    const last = d.logs.filter((l) => l.msg.startsWith('status:')).at(-1)!;
+    assert.equal(last['records'], 4, 'run1 and run2, two records each');
+  });
+
+  test('analyze reaches as watch does; follow_symlinks all and none change it; max_files caps a root with a message', () => {
+    const { dir, runs, state } = linkedRoots();
+    type Problem = { path: string; reason: string };
+    const read = (watch: string): { runs: string[]; problems: string } => {
+      const r = barwatch(['analyze', runs, '--config', reachConfig(dir, state, watch), '--format', 'json']);
+      const doc = JSON.parse(r.stdout) as { runs: { run: string; problems: Problem[] }[]; problems: Problem[] };
+      const problems = [...doc.problems, ...doc.runs.flatMap((x) => x.problems)].map((p) => `${p.path}: ${p.reason}`);
+      return { runs: doc.runs.map((x) => path.basename(x.run)).sort(), problems: problems.join('\n') };
+    };
+    const inside = read('');
+    assert.deepEqual(inside.runs, ['run1', 'run2']);
+    assert.match(inside.problems, /run3: leads to .*outside the watched roots/);
+    assert.deepEqual(read(', follow_symlinks: all').runs, ['run1', 'run2', 'run3'], 'all: the state folder is still never read');
+    const none = read(', follow_symlinks: none');
+    assert.deepEqual(none.runs, ['run1']);
+    assert.match(none.problems, /run2: a symlink to .*not followed \(watch.follow_symlinks: none\)/);
+    const capped = read(', follow_symlinks: all, max_files: 2');
+    assert.equal(capped.runs.length, 2);
+    const caps = capped.problems.match(/holds more than 2 files to follow/g) ?? [];
+    assert.equal(caps.length, 1, 'the cap is reported once');
+  });
+});
+
 describe('barwatch watch: SIGHUP', () => {
   test('an invalid config is refused with its problems and the old one kept; a valid one applies without re-sending', async () => {
     const dir = tempDir();

@@ -10,6 +10,7 @@ import cron from 'node-cron';
 import type { ParserOptions } from '../parsers/types.js';
 import type { StatsOptions } from '../runs/series.js';
 import type { TailOptions } from '../sources/tailer.js';
+import type { ReachOptions } from '../sources/reach.js';
 import { DETECTORS } from '../detectors/index.js';
 import type { Params } from '../detectors/types.js';
 import { parseDuration } from '../util/duration.js';
@@ -29,6 +30,8 @@ export interface Config {
     statusIntervalMs: number;
     checkpointIntervalMs: number;
     sweepIntervalMs: number;
+    /** Symlinks followed and files per root (sources/reach.ts). */
+    reach: ReachOptions;
   };
   stateDir: string;
   parser: ParserOptions;
@@ -156,6 +159,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
       statusIntervalMs: ms(raw.watch.status_interval),
       checkpointIntervalMs: ms(raw.watch.checkpoint_interval),
       sweepIntervalMs: ms(raw.watch.sweep_interval),
+      reach: { follow: raw.watch.follow_symlinks, maxFiles: raw.watch.max_files, maxFolders: raw.watch.max_folders },
     },
     stateDir: abs(raw.state_dir),
     parser: {

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { DETECTORS } from '../detectors/index.js';
 import { boundedDuration, detectorSchema, durationSchema } from '../detectors/params.js';
+import { DEFAULT_REACH, FOLLOW_SYMLINKS } from '../sources/reach.js';
 
 const duration = durationSchema;
 const positiveInt = z.number().int().positive();
@@ -33,6 +34,11 @@ const watch = z.strictObject({
   checkpoint_interval: boundedDuration('100ms', '1h').default('5s'),
   /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
   sweep_interval: boundedDuration('100ms').default('30s'),
+  /** Which symlinks under a root are followed: inside (targets inside a root), all, none. */
+  follow_symlinks: z.enum(FOLLOW_SYMLINKS).default(DEFAULT_REACH.follow),
+  /** At most this many files, and folders, followed under each root. */
+  max_files: positiveInt.default(DEFAULT_REACH.maxFiles),
+  max_folders: positiveInt.default(DEFAULT_REACH.maxFolders),
 });
 
 const parse = z.strictObject({

@@ -10,26 +10,28 @@ import type { DetectorEngine, Transition } from '../detectors/engine.js';
 import type { Pipeline } from '../pipeline/pipeline.js';
 import { discover, type FoundFile } from '../sources/discover.js';
 import { placeFile } from '../sources/place.js';
+import type { Reach } from '../sources/reach.js';
 import type { WatchRoot } from '../sources/watcher.js';
 import type { Logger } from '../util/log.js';
 
-/** The files barwatch follows under `dir`, with the filters of the root it lies in (a single run's folders only, never the state folder). */
-export async function filesUnder(dir: string, roots: readonly WatchRoot[], stateDir: string): Promise<FoundFile[]> {
+/**
+ * The files barwatch follows under `dir`, with the filters of the root it lies in (a single run's
+ * folders only) and the daemon's reach (the symlinks it follows, never the state folder).
+ */
+export async function filesUnder(dir: string, roots: readonly WatchRoot[], reach: Reach): Promise<FoundFile[]> {
   const root = roots.find((r) => dir === r.path || dir.startsWith(r.path + path.sep));
   const only = root?.only;
-  const found = await discover([dir], only === undefined ? undefined : (d, name) => d !== root!.path || only.includes(name)).catch(
+  const found = await discover([dir], only === undefined ? undefined : (d, name) => d !== root!.path || only.includes(name), reach).catch(
     () => null,
   );
-  return (found?.files ?? [])
-    .filter((f) => !f.file.startsWith(stateDir + path.sep))
-    .map((f) => ({ file: f.file, kind: f.kind, place: placeFile(f.file, f.kind) }));
+  return (found?.files ?? []).map((f) => ({ file: f.file, kind: f.kind, place: placeFile(f.file, f.kind) }));
 }
 
 export async function catchUp(
   p: Pipeline,
   engine: DetectorEngine,
   roots: readonly WatchRoot[],
-  stateDir: string,
+  reach: Reach,
   log: Logger,
   onTransitions: (t: Transition[]) => void,
 ): Promise<void> {
@@ -43,7 +45,7 @@ export async function catchUp(
   p.holdDetectors = true;
   const files: string[] = [];
   for (const r of roots) {
-    for (const f of await filesUnder(r.path, roots, stateDir)) {
+    for (const f of await filesUnder(r.path, roots, reach)) {
       p.track(f.file, f.kind, f.place);
       files.push(f.file);
     }

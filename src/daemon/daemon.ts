@@ -20,6 +20,7 @@ import { classifyFile } from '../parsers/index.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import { findingSparkline } from '../report/text.js';
 import { placeFile } from '../sources/place.js';
+import { Reach } from '../sources/reach.js';
 import { startWatcher, type WatchEvent, type WatchRoot } from '../sources/watcher.js';
 import { stateLayout, type StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
@@ -78,6 +79,8 @@ export class Daemon {
   private alertsMark = '';
   private notifierList: Notifier[] = [];
   private roots: WatchRoot[] = [];
+  /** Which symlinks are followed and how much each root holds: one count for the catch-up, the watcher and the sweeps. */
+  private reach: Reach | null = null;
   /** A walk of the roots under way (see lookForMissed). */
   private looking: Promise<void> | null = null;
 
@@ -131,6 +134,12 @@ export class Daemon {
       this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
     );
     this.roots = roots;
+    const reach = new Reach(
+      roots.map((r) => r.path),
+      [this.layout.dir],
+      config.watch.reach,
+    );
+    this.reach = reach;
     this.alerting = this.buildAlerting(config);
     await this.alerting.init(loaded?.alerting);
     if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
@@ -144,12 +153,12 @@ export class Daemon {
         engine: this.engine,
         live: true,
         onTransitions: (t) => this.onTransitions(t),
-        findRunFiles: (run) => filesUnder(run, roots, this.layout.dir),
+        findRunFiles: (run) => filesUnder(run, roots, reach),
         onRead: (run) => this.events.run(run),
       },
       loaded,
     );
-    await catchUp(this.pipeline, this.engine, roots, this.layout.dir, this.log, (t) => this.onTransitions(t));
+    await catchUp(this.pipeline, this.engine, roots, reach, this.log, (t) => this.onTransitions(t));
     this.log.info(
       {
         roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)),
@@ -158,7 +167,7 @@ export class Daemon {
       },
       'watching',
     );
-    this.watcher = await this.startWatcher(roots);
+    this.watcher = await this.startWatcher(roots, reach);
     // A line written after its file was caught up on but before the watcher covered its folder
     // raised no event: one more look at every file now that the watcher is ready closes that gap.
     for (const file of this.pipeline.sources.keys()) this.queue.schedule(file);
@@ -174,11 +183,11 @@ export class Daemon {
     this.status();
   }
 
-  private startWatcher(roots: WatchRoot[]): Promise<FSWatcher> {
+  private startWatcher(roots: WatchRoot[], reach: Reach): Promise<FSWatcher> {
     const { watch } = this.opts.config;
     const errors = new FailureReport();
     return startWatcher(
-      { roots, poll: watch.poll, pollIntervalMs: watch.pollIntervalMs, exclude: [this.layout.dir] },
+      { roots, poll: watch.poll, pollIntervalMs: watch.pollIntervalMs, exclude: [this.layout.dir], reach },
       (event, file) => this.onEvent(event, file),
       (err) => {
         const e = err as NodeJS.ErrnoException;
@@ -234,9 +243,9 @@ export class Daemon {
    */
   private async lookForMissed(): Promise<void> {
     const p = this.pipeline;
-    if (p === null) return;
+    if (p === null || this.reach === null) return;
     for (const root of this.roots) {
-      for (const f of await filesUnder(root.path, this.roots, this.layout.dir)) {
+      for (const f of await filesUnder(root.path, this.roots, this.reach)) {
         if (p.has(f.file) || this.stopping) continue;
         this.log.info({ file: f.file }, 'found a file the watcher did not report; following it');
         p.track(f.file, f.kind, f.place);

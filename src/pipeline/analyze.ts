@@ -1,4 +1,5 @@
 /** `barwatch analyze`: one pass over finished or running output with the daemon's own read path. */
+import path from 'node:path';
 import type { Config } from '../config/load.js';
 import type { Logger } from '../util/log.js';
 import { Pipeline } from './pipeline.js';
@@ -6,6 +7,7 @@ import { DetectorEngine } from '../detectors/engine.js';
 import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
 import type { RunState } from '../runs/run.js';
 import { discover } from '../sources/discover.js';
+import { Reach } from '../sources/reach.js';
 import type { FileSource } from '../sources/file-source.js';
 
 /** Input that was not read, or not read whole, and why. */
@@ -40,7 +42,13 @@ export async function analyzePaths(
 ): Promise<AnalyzeResult> {
   let found;
   try {
-    found = await discover(paths);
+    // The paths given are the roots: symlinks and limits as `watch` has them, the state folder never read.
+    const reach = new Reach(
+      paths.map((p) => path.resolve(p)),
+      [config.stateDir],
+      config.watch.reach,
+    );
+    found = await discover(paths, undefined, reach);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw new InputError(`${e.path ?? paths.join(', ')}: ${e.code === 'ENOENT' ? 'no such file or folder' : `cannot read (${e.code})`}`);

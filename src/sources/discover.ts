@@ -7,6 +7,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { classifyFile, type FileKind } from '../parsers/index.js';
 import { placeFile, type FilePlace } from './place.js';
+import { Reach } from './reach.js';
 
 export interface FoundFile {
   file: string;
@@ -36,8 +37,19 @@ async function head(file: string): Promise<string> {
   }
 }
 
-/** Every file barwatch reads under `paths`, sorted; a missing path throws (a usage error). */
-export async function discover(paths: string[], only?: (dir: string, name: string) => boolean): Promise<DiscoverResult> {
+/**
+ * Every file barwatch reads under `paths`, sorted; a missing path throws (a usage error). `reach`
+ * says which symlinks are followed and how many files a root may hold (by default: links that
+ * stay inside `paths`, reach.ts's limits).
+ */
+export async function discover(
+  paths: string[],
+  only?: (dir: string, name: string) => boolean,
+  reach: Reach = new Reach(
+    paths.map((p) => path.resolve(p)),
+    [],
+  ),
+): Promise<DiscoverResult> {
   const files: FoundFile[] = [];
   const problems: DiscoverResult['problems'] = [];
   const seenDirs = new Set<string>();
@@ -84,12 +96,15 @@ export async function discover(paths: string[], only?: (dir: string, name: strin
         isDir = st.isDirectory();
         isFile = st.isFile();
       }
-      if (isDir) {
-        if (!skipDir(e.name)) await walk(p);
-      } else if (isFile) {
-        const kind = classifyFile(p);
-        if (kind !== null) add(p, kind, false);
+      const kind = isFile ? classifyFile(p) : null;
+      if (isDir ? skipDir(e.name) : kind === null) continue;
+      const refused = reach.admit(p, isDir);
+      if (refused !== null) {
+        if (refused.message !== '') problems.push({ path: p, message: refused.message });
+        continue;
       }
+      if (kind !== null) add(p, kind, false);
+      else await walk(p);
     }
   };
 

@@ -8,6 +8,7 @@ import { realpathSync, type Stats } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { classifyFile } from '../parsers/index.js';
 import { skipDir } from './discover.js';
+import type { Reach } from './reach.js';
 
 export interface WatchRoot {
   path: string;
@@ -21,6 +22,8 @@ export interface WatcherOptions {
   pollIntervalMs: number;
   /** Never watched (barwatch's own state folder). */
   exclude: string[];
+  /** Which symlinks are followed and how much each root may hold, shared with the catch-up's discovery. */
+  reach: Reach;
 }
 
 export type WatchEvent = 'add' | 'change' | 'unlink';
@@ -77,6 +80,14 @@ export function startWatcher(
       }),
     );
   });
+  const refused = (p: string, stats: Stats | undefined): boolean => {
+    if (stats === undefined) return false;
+    const abs = path.resolve(p);
+    const r = opts.reach.admit(abs, stats.isDirectory());
+    if (r === null) return false;
+    if (r.message !== '') onError(Object.assign(new Error(`${abs}: ${r.message}`), { code: r.code, path: abs }));
+    return true;
+  };
   const w = watch(
     opts.roots.map((r) => r.path),
     {
@@ -89,12 +100,17 @@ export function startWatcher(
       atomic: false,
       awaitWriteFinish: false,
       ignorePermissionErrors: false,
-      ignored: (p: string, stats?: Stats) => isIgnored(p, stats, opts) || (stats?.isDirectory() === true && repeated(path.resolve(p))),
+      ignored: (p: string, stats?: Stats) =>
+        isIgnored(p, stats, opts) || (stats?.isDirectory() === true && repeated(path.resolve(p))) || refused(p, stats),
     },
   );
   w.on('add', (p) => onEvent('add', path.resolve(p)));
   w.on('change', (p) => onEvent('change', path.resolve(p)));
-  w.on('unlink', (p) => onEvent('unlink', path.resolve(p)));
+  w.on('unlink', (p) => {
+    opts.reach.forget(path.resolve(p));
+    onEvent('unlink', path.resolve(p));
+  });
+  w.on('unlinkDir', (p) => opts.reach.forget(path.resolve(p)));
   w.on('error', (err) => onError(err as Error));
   return new Promise((resolve) => w.once('ready', () => resolve(w)));
 }
