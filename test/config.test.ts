@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { parseDuration } from '../src/util/duration.js';
 import { ConfigError, loadConfig, parseConfig } from '../src/config/load.js';
 import { BIN, REPO, tempDir } from './helpers/fs.js';
+import { barwatch } from './helpers/cli.js';
 
 const FIXTURES = path.join(REPO, 'test', 'fixtures', 'configs');
 
@@ -204,6 +205,37 @@ function problemsOf(text: string): string[] {
     return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
   }
 }
+
+describe('the SMTP password and TLS', () => {
+  const smtp = (extra: string): string => `notify:\n  email: {to: [a@b.c], smtp: {host: 127.0.0.1, user: u, pass: Zq9secret${extra}}}\n`;
+  test('STARTTLS is required by default whenever a password is configured; allow_plaintext_auth lifts it; secure needs none', () => {
+    assert.equal(parseConfig(smtp(''), '/etc/b.yaml').notify.email?.smtp.requireTls, true);
+    assert.equal(parseConfig(smtp(', allow_plaintext_auth: true'), '/etc/b.yaml').notify.email?.smtp.requireTls, false);
+    assert.equal(parseConfig(smtp(', secure: true, port: 465'), '/etc/b.yaml').notify.email?.smtp.requireTls, false);
+    assert.equal(
+      parseConfig('notify:\n  email: {to: [a@b.c], smtp: {host: 127.0.0.1}}\n', '/etc/b.yaml').notify.email?.smtp.requireTls,
+      false,
+      'no password, nothing to protect',
+    );
+    assert.deepEqual(problemsOf(smtp(', require_tls: false')), [
+      'notify.email.smtp.require_tls: false would send the SMTP password in clear text to a server without STARTTLS; set allow_plaintext_auth: true to allow that (a relay on loopback)',
+    ]);
+  });
+
+  test('validate says how the password travels', () => {
+    const dir = tempDir();
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, smtp(''));
+    const r = barwatch(['validate', '--config', cfg]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /notify\.email\.smtp: the password is sent only after STARTTLS \(require_tls\)/);
+    writeFileSync(cfg, smtp(', allow_plaintext_auth: true'));
+    const plain = barwatch(['validate', '--config', cfg]);
+    assert.equal(plain.status, 0);
+    assert.match(plain.stderr, /allow_plaintext_auth: warning: the password goes to 127\.0\.0\.1:587 without TLS/);
+    assert.doesNotMatch(plain.stdout + plain.stderr, /Zq9secret/);
+  });
+});
 
 describe('validate catches what would fail later', () => {
   test('a URL that reaches nothing, an address that is not one, a root that does not exist yet (a warning)', () => {

@@ -110,7 +110,14 @@ describe('email', () => {
   test('through a real SMTP server with auth: subject, plain text and HTML parts, HTML escaped', async () => {
     const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'hunter2-smtp-pass' }).start();
     const email = createEmailNotifier({
-      smtp: { host: '127.0.0.1', port: smtp.port, secure: false, user: 'barwatch', pass: new Secret('hunter2-smtp-pass', 'test') },
+      smtp: {
+        host: '127.0.0.1',
+        port: smtp.port,
+        secure: false,
+        requireTls: false,
+        user: 'barwatch',
+        pass: new Secret('hunter2-smtp-pass', 'test'),
+      },
       from: 'barwatch@example.org',
       to: ['ml-team@example.org'],
     });
@@ -131,7 +138,14 @@ describe('email', () => {
   test('a wrong password is reported without the password and not retried; a dead server is retried', async () => {
     const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'right' }).start();
     const email = createEmailNotifier({
-      smtp: { host: '127.0.0.1', port: smtp.port, secure: false, user: 'barwatch', pass: new Secret('wrong-hunter2', 'test') },
+      smtp: {
+        host: '127.0.0.1',
+        port: smtp.port,
+        secure: false,
+        requireTls: false,
+        user: 'barwatch',
+        pass: new Secret('wrong-hunter2', 'test'),
+      },
       from: 'b@example.org',
       to: ['t@example.org'],
     });
@@ -178,6 +192,29 @@ describe('email over TLS', () => {
       assert.deepEqual(smtp.secure, [true]);
       await smtp.stop();
     }
+  });
+});
+
+describe('email: the password only inside TLS', () => {
+  test('by default a password is never sent to a server without STARTTLS: the send fails, is retried, and says what to do', async () => {
+    const smtp = await new SmtpCapture({ user: 'u', pass: 'never-in-clear' }).start();
+    const email = createEmailNotifier({
+      smtp: { host: '127.0.0.1', port: smtp.port, secure: false, user: 'u', pass: new Secret('never-in-clear', 'test') },
+      from: 'b@example.org',
+      to: ['t@example.org'],
+    });
+    const r = await email.send(notification());
+    await email.close?.();
+    await smtp.stop();
+    assert.equal(r.ok, false);
+    assert.ok(!r.ok && r.retry, 'retried: the server may gain TLS');
+    assert.match(
+      !r.ok ? r.error : '',
+      /offers no STARTTLS .*the password is not sent without TLS \(notify\.email\.smtp\.allow_plaintext_auth/,
+    );
+    assert.doesNotMatch(!r.ok ? r.error : '', /never-in-clear/);
+    assert.deepEqual(smtp.auths, [], 'no AUTH reached the server');
+    assert.equal(smtp.messages.length, 0);
   });
 });
 
@@ -249,7 +286,14 @@ describe('delivery errors name the channel, host:port and the cause, never the s
 
     const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'right-pass' }).start();
     const wrong = createEmailNotifier({
-      smtp: { host: '127.0.0.1', port: smtp.port, secure: false, user: 'barwatch', pass: new Secret('XXWRONGPASSXX', 'test') },
+      smtp: {
+        host: '127.0.0.1',
+        port: smtp.port,
+        secure: false,
+        requireTls: false,
+        user: 'barwatch',
+        pass: new Secret('XXWRONGPASSXX', 'test'),
+      },
       from: 'b@example.org',
       to: ['t@example.org'],
       tls: { rejectUnauthorized: false },

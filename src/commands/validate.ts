@@ -42,6 +42,16 @@ export function registerValidate(program: Command): void {
           if (!existsSync(root))
             process.stderr.write(`${config.file}: watch.roots[${i}]: warning: ${root} does not exist yet (barwatch will wait for it)\n`);
         });
+        const smtp = config.notify.email?.smtp;
+        if (smtp?.pass !== undefined) {
+          if (smtp.secure) process.stdout.write(`${config.file}: notify.email.smtp: the password is sent only over TLS (secure: true)\n`);
+          else if (smtp.requireTls)
+            process.stdout.write(`${config.file}: notify.email.smtp: the password is sent only after STARTTLS (require_tls)\n`);
+          else
+            process.stderr.write(
+              `${config.file}: notify.email.smtp.allow_plaintext_auth: warning: the password goes to ${smtp.host}:${smtp.port} without TLS when the server offers no STARTTLS\n`,
+            );
+        }
         process.stdout.write(`${config.file}: valid\n`);
         process.exitCode = EXIT.ok;
       } catch (err) {

@@ -48,7 +48,7 @@ export interface Config {
   notify: {
     slack?: { webhookUrl: Secret };
     email?: {
-      smtp: { host: string; port: number; secure: boolean; user?: string; pass?: Secret };
+      smtp: { host: string; port: number; secure: boolean; requireTls: boolean; user?: string; pass?: Secret };
       from: string;
       to: string[];
     };
@@ -249,11 +249,22 @@ function resolveNotify(r: Resolving): Config['notify'] {
     if (pass !== undefined && smtp.user === undefined) {
       r.problems.push({ file: r.name, key: 'notify.email.smtp.user', message: 'is required when a password is given' });
     }
+    // A password goes out only inside TLS: implicit TLS (secure), or STARTTLS required.
+    const plaintextRisk = pass !== undefined && !smtp.secure && !smtp.allow_plaintext_auth;
+    if (smtp.require_tls === false && plaintextRisk) {
+      r.problems.push({
+        file: r.name,
+        key: 'notify.email.smtp.require_tls',
+        message:
+          'false would send the SMTP password in clear text to a server without STARTTLS; set allow_plaintext_auth: true to allow that (a relay on loopback)',
+      });
+    }
     notify.email = {
       smtp: {
         host: smtp.host,
         port: smtp.port,
         secure: smtp.secure,
+        requireTls: smtp.require_tls ?? plaintextRisk,
         ...(smtp.user !== undefined ? { user: smtp.user } : {}),
         ...(pass !== undefined ? { pass } : {}),
       },

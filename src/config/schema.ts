@@ -88,6 +88,10 @@ const email = z.strictObject({
       user: z.string().optional(),
       pass: z.string().optional(),
       pass_file: z.string().min(1).optional(),
+      /** STARTTLS required before the login; on by default whenever a password is configured. */
+      require_tls: z.boolean().optional(),
+      /** Lets a password go without TLS (a relay on loopback): require_tls is then off by default. */
+      allow_plaintext_auth: z.boolean().default(false),
     })
     .prefault({}),
   from: emailAddress.default('barwatch@localhost'),

@@ -13,7 +13,8 @@ import { causeOf, type Notifier } from '../types.js';
 import { where, escapeHtml } from '../../util/format.js';
 
 export interface EmailOptions {
-  smtp: { host: string; port: number; secure: boolean; user?: string; pass?: Secret };
+  /** `requireTls`: STARTTLS before anything else (by default whenever a password is given without implicit TLS). */
+  smtp: { host: string; port: number; secure: boolean; requireTls?: boolean; user?: string; pass?: Secret };
   from: string;
   to: string[];
   /** Connection, greeting and socket timeout. */
@@ -45,10 +46,12 @@ export function emailHtml(n: Notification): string {
 }
 
 export function createEmailNotifier(opts: EmailOptions): Notifier {
+  const requireTls = opts.smtp.requireTls ?? (opts.smtp.pass !== undefined && !opts.smtp.secure);
   const transport = nodemailer.createTransport({
     host: opts.smtp.host,
     port: opts.smtp.port,
     secure: opts.smtp.secure,
+    requireTLS: requireTls,
     ...(opts.smtp.user !== undefined ? { auth: { user: opts.smtp.user, pass: opts.smtp.pass?.reveal() ?? '' } } : {}),
     connectionTimeout: opts.timeoutMs ?? 10_000,
     greetingTimeout: opts.timeoutMs ?? 10_000,
@@ -62,7 +65,15 @@ export function createEmailNotifier(opts: EmailOptions): Notifier {
       await transport.sendMail({ from: opts.from, to: opts.to, ...mail });
       return { ok: true };
     } catch (err) {
-      const e = err as { responseCode?: number; code?: string; message: string };
+      const e = err as { responseCode?: number; code?: string; message: string; command?: string };
+      if (e.command === 'STARTTLS' && requireTls) {
+        // Retried: the server's TLS may be mended; the password is never sent meanwhile.
+        return {
+          ok: false,
+          retry: true,
+          error: `SMTP server ${where} offers no STARTTLS (it answered ${e.responseCode ?? e.code ?? 'an error'}); the password is not sent without TLS (notify.email.smtp.allow_plaintext_auth: true allows it, for a relay on loopback)`,
+        };
+      }
       if (typeof e.responseCode === 'number') {
         const transient = e.responseCode >= 400 && e.responseCode < 500;
         return {
