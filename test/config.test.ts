@@ -62,7 +62,7 @@ describe('invalid configs: one case per file, the exact message', () => {
       (err: ConfigError) =>
         err.problems.map((p) => `${p.key}: ${p.message}`).join('\n') ===
         [
-          'detectors.low-rollouts.min_k: must not be negative',
+          'detectors.low-rollouts.min_k: must be from 1 to 1000000',
           'detectors.generator-stall.margin: must be a number, not a string',
           'detectors.generator-stall.windw: unknown parameter (generator-stall takes: enabled, severity, window, min_points, margin, alpha, min_rise, horizon)',
           'detectors.stale-run.min_silence: must be a duration such as 500ms, 10s, 5m or 4h',
@@ -205,6 +205,30 @@ function problemsOf(text: string): string[] {
     return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
   }
 }
+
+describe('every number has a range, named when it is broken', () => {
+  test('counts, fractions, levels and sizes; a YAML merge key is named', () => {
+    assert.deepEqual(
+      problemsOf(
+        'stats: {window: 0, ewma_half_life: 0, max_series: 1e9}\nparse: {max_line_bytes: 0}\nwatch: {max_files: 0}\ndetectors:\n  boundary-oscillation: {window: 0, min_amplitude: -1}\n  generator-stall: {alpha: 2}\n',
+      ),
+      [
+        'watch.max_files: must be from 1 to 10000000',
+        'parse.max_line_bytes: must be from 64 to 268435456',
+        'stats.window: must be from 2 to 100000',
+        'stats.ewma_half_life: must be greater than 0',
+        'stats.max_series: must be from 1 to 100000',
+        'detectors.boundary-oscillation.window: must be from 1 to 1000000',
+        'detectors.boundary-oscillation.min_amplitude: must be from 0 to 1000000000 (not negative)',
+        'detectors.generator-stall.alpha: must be between 0 and 1 (a significance level such as 0.01)',
+      ],
+    );
+    assert.deepEqual(problemsOf('x-base: &b {poll: true}\nwatch:\n  <<: *b\n'), [
+      'watch.<<: YAML merge keys (<<) are not supported: write the keys out',
+      'x-base: unknown key',
+    ]);
+  });
+});
 
 describe('the SMTP password and TLS', () => {
   const smtp = (extra: string): string => `notify:\n  email: {to: [a@b.c], smtp: {host: 127.0.0.1, user: u, pass: Zq9secret${extra}}}\n`;

@@ -114,6 +114,7 @@ export function issueProblems(file: string, doc: unknown, issue: z.core.$ZodIssu
             message: `unknown parameter (${detector.id} takes: ${Object.keys(detector.defaults).join(', ')})`,
           };
         }
+        if (k === '<<') return { file, key: keyPath([...at, k]), message: 'YAML merge keys (<<) are not supported: write the keys out' };
         const near = knownKeys(at).filter((c) => levenshtein(c, k) <= 2 || (k.length >= 4 && c.startsWith(k)));
         const hint = near.length > 0 ? ` (did you mean ${near[0]}?)` : '';
         return { file, key: keyPath([...at, k]), message: `unknown key${hint}` };
@@ -127,11 +128,18 @@ export function issueProblems(file: string, doc: unknown, issue: z.core.$ZodIssu
     case 'invalid_value':
       return [{ file, key: keyPath(at), message: `must be one of ${issue.values.map(String).join(', ')}` }];
     case 'too_small': {
+      // A bound the schema words itself (a range: boundedInt) is given as it is.
+      if (issue.message.startsWith('must ')) return [{ file, key: keyPath(at), message: issue.message }];
       const unit = issue.origin === 'array' ? ' item(s)' : issue.origin === 'string' ? ' character(s)' : '';
-      return [{ file, key: keyPath(at), message: `must be at least ${String(issue.minimum)}${unit}` }];
+      const bound = issue.inclusive === false ? 'greater than' : 'at least';
+      return [{ file, key: keyPath(at), message: `must be ${bound} ${String(issue.minimum)}${unit}` }];
     }
-    case 'too_big':
-      return [{ file, key: keyPath(at), message: `must be at most ${String(issue.maximum)}` }];
+    case 'too_big': {
+      if (issue.message.startsWith('must ')) return [{ file, key: keyPath(at), message: issue.message }];
+      return [
+        { file, key: keyPath(at), message: `must be ${issue.inclusive === false ? 'less than' : 'at most'} ${String(issue.maximum)}` },
+      ];
+    }
     case 'invalid_format':
       return [{ file, key: keyPath(at), message: issue.format === 'url' ? 'must be a URL' : issue.message }];
     default:

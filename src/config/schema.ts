@@ -4,11 +4,10 @@
  */
 import { z } from 'zod';
 import { DETECTORS } from '../detectors/index.js';
-import { boundedDuration, detectorSchema, durationSchema } from '../detectors/params.js';
+import { boundedDuration, boundedInt, detectorSchema, durationSchema } from '../detectors/params.js';
 import { DEFAULT_REACH, FOLLOW_SYMLINKS } from '../sources/reach.js';
 
 const duration = durationSchema;
-const positiveInt = z.number().int().positive();
 
 /** An address a channel can be reached at: http(s) with a host (`htp:/host` parses as a URL but reaches nothing). */
 const httpUrl = z.string().refine(
@@ -37,29 +36,28 @@ const watch = z.strictObject({
   /** Which symlinks under a root are followed: inside (targets inside a root), all, none. */
   follow_symlinks: z.enum(FOLLOW_SYMLINKS).default(DEFAULT_REACH.follow),
   /** At most this many files, and folders, followed under each root. */
-  max_files: positiveInt.default(DEFAULT_REACH.maxFiles),
-  max_folders: positiveInt.default(DEFAULT_REACH.maxFolders),
+  max_files: boundedInt(1, 10_000_000).default(DEFAULT_REACH.maxFiles),
+  max_folders: boundedInt(1, 1_000_000).default(DEFAULT_REACH.maxFolders),
 });
 
 const parse = z.strictObject({
   /** Lines longer than this are skipped and counted (bytes). */
-  max_line_bytes: positiveInt.default(1 << 20),
+  max_line_bytes: boundedInt(64, 256 * 1024 * 1024).default(1 << 20),
   /** Raw key -> series name, applied before the built-in aliases. */
   key_map: z.record(z.string(), z.string().min(1)).default({}),
   /** BAR-RAG debug logs: samples per training step (0: a pause in writing starts a new step). */
-  debug_samples_per_step: z.number().int().min(0).default(0),
+  debug_samples_per_step: boundedInt(0, 1_000_000).default(0),
   debug_step_gap: duration.default('5s'),
 });
 
 const stats = z.strictObject({
-  window: positiveInt.min(2).default(64),
-  history: positiveInt.min(8).default(256),
-  ewma_half_life: z.number().positive().default(16),
-  curve_buckets: positiveInt
-    .min(8)
+  window: boundedInt(2, 100_000).default(64),
+  history: boundedInt(8, 1_000_000).default(256),
+  ewma_half_life: z.number().positive().max(1_000_000).default(16),
+  curve_buckets: boundedInt(8, 4096)
     .refine((n) => n % 2 === 0, { message: 'must be even' })
     .default(128),
-  max_series: positiveInt.default(256),
+  max_series: boundedInt(1, 100_000).default(256),
 });
 
 const alerting = z.strictObject({

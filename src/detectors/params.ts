@@ -28,12 +28,26 @@ export function boundedDuration(min = '0s', max = MAX_TIMER): z.ZodType<string> 
     });
 }
 
+/** A whole number from `min` to `max`; a value outside is refused with the range named. */
+export function boundedInt(min: number, max: number): z.ZodNumber {
+  const message = `must be from ${min} to ${max}`;
+  return z.number().int().min(min, { message }).max(max, { message });
+}
+
+/** A detector parameter that counts steps, points, windows or segments: a whole number from 1. */
+const COUNT_PARAM = /^(window|windows|segments|horizon|min_period|max_period|min_points|min_steps|min_intervals|min_k|min_questions)$/;
+const MAX_COUNT = 1_000_000;
+
 /** Any duration a timer can hold. */
 export const durationSchema = boundedDuration();
 
-function paramSchema(def: unknown): z.ZodType {
+function paramSchema(key: string, def: unknown): z.ZodType {
   if (typeof def === 'boolean') return z.boolean();
-  if (typeof def === 'number') return z.number().refine((v) => v >= 0, { message: 'must not be negative' });
+  if (typeof def === 'number' && COUNT_PARAM.test(key)) return boundedInt(1, MAX_COUNT);
+  if (typeof def === 'number' && key === 'alpha')
+    return z.number().refine((v) => v > 0 && v < 1, { message: 'must be between 0 and 1 (a significance level such as 0.01)' });
+  if (typeof def === 'number')
+    return z.number().refine((v) => v >= 0 && v <= 1e9, { message: 'must be from 0 to 1000000000 (not negative)' });
   if (typeof def === 'string' && parseDuration(def) !== null) return durationSchema;
   return z.string();
 }
@@ -42,7 +56,7 @@ function paramSchema(def: unknown): z.ZodType {
 export function detectorSchema(d: Detector<Params>): z.ZodType {
   const shape: Record<string, z.ZodType> = {};
   for (const [k, def] of Object.entries(d.defaults)) {
-    shape[k] = k === 'severity' ? z.enum(['info', 'warning', 'critical']).optional() : paramSchema(def).optional();
+    shape[k] = k === 'severity' ? z.enum(['info', 'warning', 'critical']).optional() : paramSchema(k, def).optional();
   }
   return z.strictObject(shape);
 }
