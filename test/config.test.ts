@@ -153,6 +153,15 @@ describe('valid configs', () => {
     assert.ok(!shown.includes('hunter2'), 'password leaked');
   });
 
+  test('secrets written in the config itself never print either', () => {
+    const c = parseConfig(
+      'notify:\n  slack: {webhook_url: "https://hooks.slack.com/services/T0/B0/INLINESECRET"}\n  email: {to: [a@b.c], smtp: {user: u, pass: inline-hunter2}}\n  alertmanager: {url: "http://u:inline-am-pw@127.0.0.1:9093"}\n',
+      '/etc/b.yaml',
+    );
+    const shown = JSON.stringify(c) + inspect(c, { depth: 10 });
+    for (const s of ['INLINESECRET', 'inline-hunter2', 'inline-am-pw']) assert.ok(!shown.includes(s), `${s} leaked`);
+  });
+
   test('a config error never quotes a secret value', () => {
     const msgs = problems('slack-bad-url.yaml').join('\n');
     assert.ok(!msgs.includes('SECRETSECRET'));

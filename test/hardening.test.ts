@@ -6,11 +6,13 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { Writable } from 'node:stream';
 import { Outbox } from '../src/alerting/outbox.js';
 import type { Channel, Notification } from '../src/alerting/types.js';
 import { Journal } from '../src/state/journal.js';
 import { stateLayout } from '../src/state/layout.js';
-import { silentLogger } from '../src/util/log.js';
+import { Metrics } from '../src/http/metrics.js';
+import { createLogger, silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
 
 const record = (time: number, i: number): string => JSON.stringify({ time: new Date(time).toISOString(), i }) + '\n';
@@ -100,5 +102,45 @@ describe('hardening: the record of what was sent', () => {
     await box.pump();
     assert.deepEqual(sent, ['never']);
     assert.equal(await box.enqueue(n('d', 'old')), false, 'a notification sent before the rotation is not queued again');
+  });
+});
+
+describe('hardening: names with control characters in logs and metrics', () => {
+  const evil = `/runs/run\r\nFIRING [critical] forged${String.fromCharCode(27)}]0;title${String.fromCharCode(7)}/train.log`;
+
+  test('the pretty log shows them escaped: no forged line, no escape sequence', () => {
+    let out = '';
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        out += chunk.toString();
+        cb();
+      },
+    });
+    const log = createLogger({ level: 'info', format: 'pretty' }, stream);
+    log.warn({ file: evil }, `cannot read ${evil}`);
+    assert.equal(out.split('\n').filter((l) => l !== '').length, 1, out);
+    assert.ok(!out.includes('\r') && !out.includes(String.fromCharCode(27)), 'no raw CR or ESC');
+    assert.match(out, /cannot read \/runs\/run\\r\\nFIRING \[critical\] forged\\x1b\]0;title\\x07\/train\.log/);
+  });
+
+  test('/metrics label values carry no raw control character', async () => {
+    const m = new Metrics(() => ({
+      runs: 1,
+      files: 1,
+      lines: 3,
+      records: 2,
+      malformedByFile: new Map([[evil, 1]]),
+      ingestLagSeconds: 0,
+      outboxDepth: 0,
+      activeAlerts: [],
+      sent: new Map(),
+      failed: new Map(),
+      lastError: null,
+    }));
+    const text = await m.registry.metrics();
+    const line = text.split('\n').find((l) => l.startsWith('barwatch_parse_errors_total{'))!;
+    assert.ok(line !== undefined, text);
+    assert.ok(!['\r', String.fromCharCode(27), String.fromCharCode(7)].some((c) => text.includes(c)), 'no raw control character');
+    assert.ok(line.includes('run\\\\r\\\\nFIRING'), line);
   });
 });

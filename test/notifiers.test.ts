@@ -7,12 +7,15 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
+import { inspect } from 'node:util';
 import type { Notification } from '../src/alerting/types.js';
+import { parseConfig } from '../src/config/load.js';
 import { Secret } from '../src/config/secret.js';
+import { buildNotifiers } from '../src/notifiers/index.js';
 import { createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
 import { createEmailNotifier } from '../src/notifiers/email/index.js';
-import { createSlackNotifier } from '../src/notifiers/slack/index.js';
+import { createSlackNotifier, slackPayload, SLACK_LIMITS } from '../src/notifiers/slack/index.js';
 import { barwatchAsync } from './helpers/cli.js';
 import { REPO, tempDir } from './helpers/fs.js';
 import { readmeExamples } from './helpers/examples.js';
@@ -71,6 +74,37 @@ describe('Slack', () => {
     assert.match(all, /&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; more/);
     assert.match(all, /\/runs\/&lt;team&gt;&amp;co/);
     await srv.stop();
+  });
+
+  test("within Slack's limits whatever the logs hold: long paths keep their tail, many alerts are counted, mrkdwn from logs stays text", () => {
+    const n = notification();
+    const deep = `/data/${'very-long-folder-name/'.repeat(160)}bar-rag-nq-seed3`;
+    const one = {
+      ...n.alerts[0]!,
+      run: deep,
+      message: `*bold* _it_ ~s~ \`code\` <!channel> ${'x'.repeat(5000)}`,
+      recommendation: 'r'.repeat(4000),
+    };
+    n.alerts = Array.from({ length: 30 }, (_, i) => ({ ...one, detector: `d${i}` }));
+    const p = slackPayload(n);
+    type T = { type: string; text: string };
+    const blocks = p.blocks as { type: string; text?: T; elements?: T[] }[];
+    assert.ok(blocks.length <= SLACK_LIMITS.blocks, `${blocks.length} blocks`);
+    assert.equal(blocks[0]!.type, 'header');
+    assert.ok(blocks[0]!.text!.text.length <= SLACK_LIMITS.header, `header of ${blocks[0]!.text!.text.length}`);
+    assert.match(blocks[0]!.text!.text, /…[a-z/-]*\/bar-rag-nq-seed3 \(\+29 more\)$/, 'the header keeps the run name and the count');
+    for (const b of blocks) {
+      if (b.text !== undefined) assert.ok(b.text.text.length <= SLACK_LIMITS.section, `${b.type} of ${b.text.text.length}`);
+      for (const e of b.elements ?? []) assert.ok(e.text.length <= SLACK_LIMITS.context);
+    }
+    const body = blocks.find((b) => b.text?.text.startsWith('Run '))!;
+    assert.equal(body.text!.type, 'plain_text', 'log text is never mrkdwn');
+    assert.match(body.text!.text, /^Run …[a-z/-]*\/bar-rag-nq-seed3\n\*bold\* _it_ ~s~ `code` &lt;!channel&gt; x+…$/);
+    for (const b of blocks) if (b.text?.type === 'mrkdwn') assert.doesNotMatch(b.text.text, /bold|channel|xxxx/, 'no log text in mrkdwn');
+    const last = blocks.at(-1)!;
+    assert.match(last.elements![0]!.text, /^and \d+ more alert\(s\)/);
+    const shown = blocks.filter((b) => b.text?.text.includes('`d')).length;
+    assert.equal(Number(/and (\d+) more/.exec(last.elements![0]!.text)![1]) + shown, 30, 'every alert shown or counted');
   });
 
   test('429 with Retry-After and 500 retry, 404 does not; an unreachable webhook never shows its URL', async () => {
@@ -239,6 +273,54 @@ describe('Alertmanager', () => {
       },
     ]);
     await srv.stop();
+  });
+});
+
+describe('Alertmanager behind a path prefix and basic auth', () => {
+  test('the prefix is kept; user:pass@ in the URL or username with password_file become basic auth, never shown', async () => {
+    const srv = await new CaptureServer().start();
+    after(() => srv.stop());
+    srv.respond = (req) =>
+      req.authorization === `Basic ${Buffer.from('barwatch:s3cr3t-am').toString('base64')}`
+        ? { status: 200, body: 'ok' }
+        : { status: 401, body: 'no' };
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'am-pass'), 's3cr3t-am\n');
+    const withCreds = srv.url.replace('http://', 'http://barwatch:s3cr3t-am@') + '/alertmanager/';
+    for (const [how, text] of [
+      ['in the URL', `notify:\n  alertmanager: {url: "${withCreds}"}\n`],
+      ['from a file', `notify:\n  alertmanager: {url: "${srv.url}/alertmanager", username: barwatch, password_file: am-pass}\n`],
+    ] as const) {
+      const config = parseConfig(text, path.join(dir, 'c.yaml'));
+      assert.doesNotMatch(
+        JSON.stringify(config) + inspect(config, { depth: 9 }),
+        /s3cr3t/,
+        `${how}: the password is not in the config's text`,
+      );
+      const [am] = buildNotifiers(config);
+      assert.equal(am!.name, 'alertmanager');
+      assert.deepEqual(await am!.send(notification()), { ok: true }, how);
+      assert.equal(srv.requests.at(-1)!.path, '/alertmanager/api/v2/alerts', `${how}: the prefix is kept`);
+    }
+    const wrong = parseConfig(
+      `notify:\n  alertmanager: {url: "${srv.url.replace('http://', 'http://barwatch:wrong-pw@')}"}\n`,
+      path.join(dir, 'c.yaml'),
+    );
+    const r = await buildNotifiers(wrong)[0]!.send(notification());
+    assert.deepEqual(r, {
+      ok: false,
+      retry: false,
+      error: `Alertmanager at ${srv.url.slice(7)} answered HTTP 401 (not retried) (check notify.alertmanager credentials)`,
+    });
+  });
+
+  test('a list of URLs is one channel per peer, each named by its address', () => {
+    const c = parseConfig('notify:\n  alertmanager: {url: ["http://127.0.0.1:9093", "http://127.0.0.1:9094/am"]}\n', '/etc/b.yaml');
+    assert.deepEqual(
+      buildNotifiers(c).map((n) => n.name),
+      ['alertmanager@127.0.0.1:9093', 'alertmanager@127.0.0.1:9094'],
+    );
+    assert.deepEqual(c.notify.alertmanager?.urls, ['http://127.0.0.1:9093/', 'http://127.0.0.1:9094/am']);
   });
 });
 

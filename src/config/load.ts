@@ -52,7 +52,8 @@ export interface Config {
       from: string;
       to: string[];
     };
-    alertmanager?: { url: string };
+    /** `urls` without credentials; `auth` from user:pass@ in a URL or username and password_file. */
+    alertmanager?: { urls: string[]; auth?: { user: string; pass: Secret } };
     timeoutMs: number;
   };
   summary: { cron: string; timezone: string; channels: ('email' | 'slack')[] };
@@ -66,7 +67,6 @@ export interface Config {
   log: { level: string; format: 'auto' | 'json' | 'pretty' };
   /** Every detector's parameters: its defaults with the config's values over them. */
   detectors: Record<string, Params>;
-  raw: RawConfig;
 }
 
 export interface LoadOptions {
@@ -188,7 +188,6 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     http: resolveHttp(r, listen),
     log: raw.log,
     detectors,
-    raw,
   };
 }
 
@@ -234,6 +233,47 @@ function secret(
   return undefined;
 }
 
+/**
+ * Alertmanager peers: credentials in a URL (`http://user:pass@host:9093`) are taken out of it
+ * (fetch refuses such URLs, and a URL is logged) and sent as basic auth; `username` with
+ * `password_file` or BARWATCH_ALERTMANAGER_PASSWORD does the same without a secret in the config.
+ */
+function resolveAlertmanager(
+  r: Resolving,
+  am: NonNullable<RawConfig['notify']['alertmanager']>,
+): NonNullable<Config['notify']['alertmanager']> {
+  const urls: string[] = [];
+  let auth: { user: string; pass: Secret } | undefined;
+  const list = typeof am.url === 'string' ? [am.url] : am.url;
+  list.forEach((raw, i) => {
+    const u = new URL(raw);
+    if (u.username !== '' || u.password !== '') {
+      const found = { user: decodeURIComponent(u.username), pass: new Secret(decodeURIComponent(u.password), 'notify.alertmanager.url') };
+      if (auth !== undefined && (auth.user !== found.user || auth.pass.reveal() !== found.pass.reveal()))
+        r.problems.push({
+          file: r.name,
+          key: `notify.alertmanager.url${typeof am.url === 'string' ? '' : `[${i}]`}`,
+          message: 'every peer must take the same credentials',
+        });
+      auth = found;
+      u.username = '';
+      u.password = '';
+    }
+    urls.push(u.toString());
+  });
+  if (am.username !== undefined) {
+    if (auth !== undefined) {
+      r.problems.push({ file: r.name, key: 'notify.alertmanager.username', message: 'give the user in the URL or in username, not both' });
+    } else {
+      const pass = secret(r, 'notify.alertmanager', 'password', undefined, am.password_file, 'BARWATCH_ALERTMANAGER_PASSWORD', true);
+      if (pass !== undefined) auth = { user: am.username, pass };
+    }
+  } else if (am.password_file !== undefined) {
+    r.problems.push({ file: r.name, key: 'notify.alertmanager.password_file', message: 'needs username' });
+  }
+  return { urls, ...(auth !== undefined ? { auth } : {}) };
+}
+
 /** The channels, their secrets resolved. */
 function resolveNotify(r: Resolving): Config['notify'] {
   const notify: Config['notify'] = { timeoutMs: parseDuration(r.raw.notify.timeout)! };
@@ -272,7 +312,8 @@ function resolveNotify(r: Resolving): Config['notify'] {
       to: email.to,
     };
   }
-  if (r.raw.notify.alertmanager !== undefined) notify.alertmanager = { url: r.raw.notify.alertmanager.url };
+  const am = r.raw.notify.alertmanager;
+  if (am !== undefined) notify.alertmanager = resolveAlertmanager(r, am);
 
   return notify;
 }

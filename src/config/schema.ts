@@ -99,7 +99,15 @@ const email = z.strictObject({
 const notify = z.strictObject({
   slack: slack.optional(),
   email: email.optional(),
-  alertmanager: z.strictObject({ url: httpUrl }).optional(),
+  alertmanager: z
+    .strictObject({
+      /** One Alertmanager, or every peer of a cluster: each alert goes to each. A path prefix is kept. */
+      url: z.union([httpUrl, z.array(httpUrl).min(1)]),
+      /** HTTP basic auth: here with password_file (or BARWATCH_ALERTMANAGER_PASSWORD), or as user:pass@ in the URL. */
+      username: z.string().min(1).optional(),
+      password_file: z.string().min(1).optional(),
+    })
+    .optional(),
   /** How long one send may take (connect, answer) before it counts as failed and is retried. */
   timeout: boundedDuration('100ms', '10m').default('10s'),
 });

@@ -4,6 +4,7 @@
  * add the event-loop lag (nodejs_eventloop_lag_seconds) and process figures.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { printable } from '../util/format.js';
 
 export interface HealthSnapshot {
   runs: number;
@@ -54,7 +55,8 @@ export class Metrics {
     counter('barwatch_lines_read_total', 'Lines read from training logs.', [], (s) => [[{}, s.lines]]);
     counter('barwatch_records_ingested_total', 'Records parsed and applied to run statistics.', [], (s) => [[{}, s.records]]);
     counter('barwatch_parse_errors_total', 'Malformed lines skipped, per file.', ['file'], (s) =>
-      [...s.malformedByFile].map(([file, n]) => [{ file }, n]),
+      // Escaped: a file name may hold a carriage return or any control character.
+      [...s.malformedByFile].map(([file, n]) => [{ file: printable(file) }, n]),
     );
     counter('barwatch_notifications_sent_total', 'Notifications a channel accepted.', ['channel'], (s) =>
       [...s.sent].map(([channel, n]) => [{ channel }, n]),

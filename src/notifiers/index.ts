@@ -3,7 +3,7 @@ import type { Config } from '../config/load.js';
 import { createAlertmanagerNotifier } from './alertmanager/index.js';
 import { createEmailNotifier } from './email/index.js';
 import { createSlackNotifier } from './slack/index.js';
-import type { Notifier } from './types.js';
+import { endpointOf, type Notifier } from './types.js';
 
 export interface NotifierOverrides {
   /** Tests against a loopback SMTP server with a self-signed certificate. */
@@ -17,6 +17,16 @@ export function buildNotifiers(config: Config, o: NotifierOverrides = {}): Notif
   if (n.slack !== undefined) out.push(createSlackNotifier({ webhookUrl: n.slack.webhookUrl, timeoutMs }));
   if (n.email !== undefined)
     out.push(createEmailNotifier({ ...n.email, timeoutMs, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
-  if (n.alertmanager !== undefined) out.push(createAlertmanagerNotifier({ url: n.alertmanager.url, timeoutMs }));
+  const am = n.alertmanager;
+  // One channel per peer, each with its own queue, retries and record of what was sent.
+  for (const url of am?.urls ?? [])
+    out.push(
+      createAlertmanagerNotifier({
+        url,
+        timeoutMs,
+        ...(am?.auth !== undefined ? { auth: am.auth } : {}),
+        ...(am !== undefined && am.urls.length > 1 ? { name: `alertmanager@${endpointOf(url)}` } : {}),
+      }),
+    );
   return out;
 }

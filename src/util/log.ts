@@ -1,6 +1,7 @@
 /** pino, to stderr: JSON for journald and shippers, pretty on a terminal. */
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { printable } from './format.js';
 
 export type { Logger };
 
@@ -33,6 +34,12 @@ export function createLogger(opts: LogOptions, stream: NodeJS.WritableStream = p
         singleLine: true,
         ignore: 'component',
         translateTime: 'SYS:HH:MM:ss',
+        // Messages quote file and folder names: a name holding a line break or an escape
+        // sequence is shown escaped, never able to forge a line or drive the terminal.
+        messageFormat: (log, key) => {
+          const msg = log[key];
+          return printable(typeof msg === 'string' ? msg : JSON.stringify(msg ?? ''));
+        },
       }),
     );
   }

@@ -9,6 +9,8 @@ export interface Captured {
   path: string;
   body: string;
   json: unknown;
+  /** The Authorization header, when one was sent. */
+  authorization?: string;
 }
 
 /** An answer, or 'hang': hold the request open without answering (a timeout on the client). */
@@ -34,7 +36,8 @@ export class CaptureServer {
         } catch {
           // not JSON
         }
-        const cap = { method: req.method ?? '', path: req.url ?? '', body, json };
+        const cap: Captured = { method: req.method ?? '', path: req.url ?? '', body, json };
+        if (req.headers.authorization !== undefined) cap.authorization = req.headers.authorization;
         this.requests.push(cap);
         const r = this.respond(cap, this.requests.length);
         if (r === 'hang') return;

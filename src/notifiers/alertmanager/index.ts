@@ -3,11 +3,26 @@
  * dedup, silence and routing layer. Labels: alertname (the detector id), run, round, severity.
  */
 import type { Notification, SendResult } from '../../alerting/types.js';
+import { redact, type Secret } from '../../config/secret.js';
 import { causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 
 export interface AlertmanagerOptions {
+  /** The Alertmanager's base URL, without credentials; a path prefix (`http://host/am`) is kept. */
   url: string;
   timeoutMs?: number;
+  /** HTTP basic auth. */
+  auth?: { user: string; pass: Secret };
+  /** The channel's name: `alertmanager`, or `alertmanager@host:port` for one peer of several. */
+  name?: string;
+}
+
+/** `<base>/api/v2/alerts`, keeping the base's path (a route prefix such as /alertmanager). */
+export function alertsEndpoint(base: string): string {
+  const u = new URL(base);
+  u.pathname = `${u.pathname.replace(/\/+$/, '')}/api/v2/alerts`;
+  u.search = '';
+  u.hash = '';
+  return u.toString();
 }
 
 export function alertmanagerPayload(n: Notification): Record<string, unknown>[] {
@@ -35,24 +50,30 @@ export function alertmanagerPayload(n: Notification): Record<string, unknown>[] 
 }
 
 export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier {
-  const endpoint = new URL('/api/v2/alerts', opts.url).toString();
+  const endpoint = alertsEndpoint(opts.url);
   const where = endpointOf(opts.url);
   const timeoutMs = opts.timeoutMs ?? 10_000;
+  const secrets = opts.auth !== undefined ? [opts.auth.pass] : [];
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (opts.auth !== undefined)
+    headers['authorization'] = `Basic ${Buffer.from(`${opts.auth.user}:${opts.auth.pass.reveal()}`).toString('base64')}`;
   return {
-    name: 'alertmanager',
+    name: opts.name ?? 'alertmanager',
     async send(n: Notification): Promise<SendResult> {
       try {
         const res = await fetch(endpoint, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers,
           body: JSON.stringify(alertmanagerPayload(n)),
           signal: AbortSignal.timeout(timeoutMs),
         });
         await res.arrayBuffer().catch(() => undefined);
         const r = classifyStatus(res.status, retryAfterMs(res.headers.get('retry-after')));
-        return r.ok ? r : { ...r, error: `Alertmanager at ${where} answered ${r.error}` };
+        if (r.ok) return r;
+        const hint = res.status === 401 || res.status === 403 ? ' (check notify.alertmanager credentials)' : '';
+        return { ...r, error: `Alertmanager at ${where} answered ${r.error}${hint}` };
       } catch (err) {
-        return { ok: false, retry: true, error: `Alertmanager at ${where} unreachable: ${causeOf(err, timeoutMs)}` };
+        return { ok: false, retry: true, error: redact(`Alertmanager at ${where} unreachable: ${causeOf(err, timeoutMs)}`, secrets) };
       }
     },
   };

@@ -18,42 +18,83 @@ export interface SlackOptions {
 
 type Block = Record<string, unknown>;
 
+/** Slack's limits: characters of a section's text, of a header, of a context element; blocks in a message. */
+export const SLACK_LIMITS = { section: 3000, header: 150, context: 2000, blocks: 50 } as const;
+
+/**
+ * `raw` escaped for Slack and cut to at most `max` characters after escaping (an entity is never
+ * cut in half). `keep: 'tail'` keeps the end, for a run's path, whose last folders name it.
+ */
+export function fitSlack(raw: string, max: number, keep: 'head' | 'tail' = 'head'): string {
+  let budget = raw.length;
+  for (;;) {
+    const cut = budget >= raw.length ? raw : keep === 'head' ? `${raw.slice(0, budget)}…` : `…${raw.slice(raw.length - budget)}`;
+    const out = escapeSlack(cut);
+    if (out.length <= max) return out;
+    budget -= Math.max(1, out.length - max);
+  }
+}
+
+/**
+ * Text from the logs (run paths, messages, evidence, recommendations) goes out as plain_text, so
+ * Slack renders `*`, `_`, `~` and backticks in it as they are, never as formatting; only the
+ * labels barwatch writes itself use mrkdwn.
+ */
+const plain = (text: string): Block => ({ type: 'plain_text', text, emoji: false });
+
+function alertBlocks(a: Notification['alerts'][number]): Block[] {
+  const head =
+    a.status === 'resolved'
+      ? ':white_check_mark: *RESOLVED*'
+      : a.severity === 'critical'
+        ? ':rotating_light: *CRITICAL*'
+        : a.severity === 'warning'
+          ? ':warning: *WARNING*'
+          : ':information_source: *INFO*';
+  const at = where(a);
+  const out: Block[] = [{ type: 'section', text: { type: 'mrkdwn', text: `${head} \`${a.detector}\`${at ? `  *Where* ${at}` : ''}` } }];
+  const run = `Run ${fitSlack(a.run, 600, 'tail')}`;
+  const message = fitSlack(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message, SLACK_LIMITS.section - run.length - 1);
+  out.push({ type: 'section', text: plain(`${run}\n${message}`) });
+  if (a.status === 'firing') {
+    const ev = keyEvidence(a);
+    if (ev.length > 0) out.push({ type: 'context', elements: [plain(fitSlack(ev.join(' | '), SLACK_LIMITS.context))] });
+    if (a.sparkline)
+      out.push({ type: 'section', text: { type: 'mrkdwn', text: `\`${fitSlack(a.sparkline, SLACK_LIMITS.section - 2)}\`` } });
+    if (a.recommendation) out.push({ type: 'section', text: plain(fitSlack(`Recommendation: ${a.recommendation}`, SLACK_LIMITS.section)) });
+  }
+  out.push({ type: 'divider' });
+  return out;
+}
+
+/** The header, escaped: the title with the run's path cut from the front so its last folders stay in view. */
+function header(n: Notification): string {
+  const t = title(n);
+  if (escapeSlack(t).length <= SLACK_LIMITS.header) return escapeSlack(t);
+  const top = n.alerts.find((a) => a.status === 'firing') ?? n.alerts[0];
+  if (top === undefined) return fitSlack(t, SLACK_LIMITS.header);
+  const [before, after] = [t.slice(0, t.indexOf(top.run)), t.slice(t.indexOf(top.run) + top.run.length)];
+  const fixed = escapeSlack(before).length + escapeSlack(after).length;
+  return escapeSlack(before) + fitSlack(top.run, Math.max(10, SLACK_LIMITS.header - fixed), 'tail') + escapeSlack(after);
+}
+
 export function slackPayload(n: Notification): { text: string; blocks: Block[] } {
-  const text = escapeSlack(title(n));
-  const blocks: Block[] = [{ type: 'header', text: { type: 'plain_text', text: title(n).slice(0, 150) } }];
+  const text = fitSlack(title(n), SLACK_LIMITS.section);
+  const blocks: Block[] = [{ type: 'header', text: plain(header(n)) }];
   if (n.test === true) {
     blocks.push({ type: 'section', text: { type: 'mrkdwn', text: 'This is a test notification from barwatch: this channel works.' } });
     return { text, blocks };
   }
-  for (const a of n.alerts.slice(0, 10)) {
-    const head =
-      a.status === 'resolved'
-        ? ':white_check_mark: *RESOLVED*'
-        : a.severity === 'critical'
-          ? ':rotating_light: *CRITICAL*'
-          : a.severity === 'warning'
-            ? ':warning: *WARNING*'
-            : ':information_source: *INFO*';
-    const at = where(a);
-    blocks.push({
-      type: 'section',
-      text: {
-        type: 'mrkdwn',
-        text: `${head} \`${a.detector}\`\n*Run* ${escapeSlack(a.run)}${at ? `  *Where* ${at}` : ''}\n${escapeSlack(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message)}`,
-      },
-    });
-    if (a.status === 'firing') {
-      const ev = keyEvidence(a);
-      if (ev.length > 0) blocks.push({ type: 'context', elements: [{ type: 'mrkdwn', text: escapeSlack(ev.join(' | ')).slice(0, 2900) }] });
-      if (a.sparkline) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `\`${escapeSlack(a.sparkline)}\`` } });
-      if (a.recommendation)
-        blocks.push({
-          type: 'section',
-          text: { type: 'mrkdwn', text: `*Recommendation* ${escapeSlack(a.recommendation)}`.slice(0, 2900) },
-        });
-    }
-    blocks.push({ type: 'divider' });
+  // Whole alerts only, and room kept for the line that counts the ones left out.
+  let shown = 0;
+  for (const a of n.alerts) {
+    const more = alertBlocks(a);
+    if (blocks.length + more.length > SLACK_LIMITS.blocks - 1) break;
+    blocks.push(...more);
+    shown++;
   }
+  if (shown < n.alerts.length)
+    blocks.push({ type: 'context', elements: [plain(`and ${n.alerts.length - shown} more alert(s): see the web page or barwatch's log`)] });
   return { text, blocks };
 }
 
@@ -95,7 +136,7 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
         blocks: [
           {
             type: 'section',
-            text: { type: 'mrkdwn', text: `*${escapeSlack(s.subject)}*\n\`\`\`${escapeSlack(s.text).slice(0, 2800)}\`\`\`` },
+            text: { type: 'mrkdwn', text: `*${fitSlack(s.subject, 150)}*\n\`\`\`${fitSlack(s.text, SLACK_LIMITS.section - 160)}\`\`\`` },
           },
         ],
       }),
