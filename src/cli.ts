@@ -1,4 +1,5 @@
 /** argv -> commands (commander). Thin: each command in commands/ builds what it needs and sets the exit code. */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerAnalyze } from './commands/analyze.js';
 import { registerCompare } from './commands/compare.js';
@@ -13,10 +14,13 @@ import { registerWatch } from './commands/watch.js';
 
 export { EXIT };
 
+/** The version in package.json, which ships beside dist/ in the package. */
+export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 export function buildProgram(): Command {
   const program = new Command('barwatch')
     .description('Watchdog for alternating RL training runs (BAR-RAG): tails reward logs, detects failure modes, alerts.')
-    .version('0.1.0')
+    .version(VERSION)
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   for (const register of [
