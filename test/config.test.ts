@@ -124,7 +124,11 @@ describe('valid configs', () => {
     assert.deepEqual(c.watch.roots, ['/etc/barwatch/runs', '/abs/runs']);
     assert.equal(c.stateDir, '/etc/state');
     assert.deepEqual(c.http, { listen: { host: '127.0.0.1', port: 9464 }, expose: false });
-    assert.deepEqual(parseConfig('http: {listen: "off"}\n', '/etc/b.yaml').http, { expose: false });
+    assert.deepEqual(parseConfig('http: {listen: "off"}\n', '/etc/b.yaml').http, {
+      expose: false,
+      metricsRetentionMs: 21_600_000,
+      metricsMaxRuns: 500,
+    });
   });
 
   test('http.listen: loopback by default, another address only with http.expose', () => {

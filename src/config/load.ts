@@ -61,6 +61,8 @@ export interface Config {
     listen?: { host: string; port: number };
     expose: boolean;
     externalUrl?: string;
+    metricsRetentionMs: number;
+    metricsMaxRuns: number;
     /** Needed for every change (silences) made through the page or API; required when exposed. */
     token?: Secret;
   };
@@ -368,7 +370,11 @@ function resolveListen(r: Resolving): { host: string; port: number } | undefined
 /** The HTTP section: where it listens, and the token changes need (from auth_token_file or BARWATCH_HTTP_TOKEN). */
 function resolveHttp(r: Resolving, listen: { host: string; port: number } | undefined): Config['http'] {
   const h = r.raw.http;
-  const out: Config['http'] = { expose: h.expose };
+  const out: Config['http'] = {
+    expose: h.expose,
+    metricsRetentionMs: parseDuration(h.metrics_retention)!,
+    metricsMaxRuns: h.metrics_max_runs,
+  };
   if (listen !== undefined) out.listen = listen;
   if (h.external_url !== undefined) out.externalUrl = h.external_url.replace(/\/+$/, '');
   const token = secret(r, 'http', 'auth_token', undefined, h.auth_token_file, 'BARWATCH_HTTP_TOKEN', false);

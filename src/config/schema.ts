@@ -130,6 +130,10 @@ const http = z.strictObject({
   external_url: z.url().optional(),
   /** A file holding the token that changes (silences) need when exposed (BARWATCH_HTTP_TOKEN also works); exposed without one, the page is read-only. */
   auth_token_file: z.string().min(1).optional(),
+  /** Runs silent for longer than this drop out of /metrics' per-run series. */
+  metrics_retention: boundedDuration('1m').default('6h'),
+  /** At most this many runs in /metrics' per-run series (the most recently written). */
+  metrics_max_runs: boundedInt(1, 100_000).default(500),
 });
 
 const log = z.strictObject({

@@ -36,7 +36,10 @@ export async function serveWeb(
       ...(token !== undefined ? { token: () => token.reveal() } : {}),
     },
     source,
-    new Metrics(snapshot),
+    new Metrics(snapshot, {
+      source,
+      options: { retentionMs: config.http.metricsRetentionMs, maxRuns: config.http.metricsMaxRuns },
+    }),
     events,
   );
   try {

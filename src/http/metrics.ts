@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { printable } from '../util/format.js';
+import { registerRunMetrics, type RunMetricsOptions, type RunMetricsSource } from './run-metrics.js';
 
 export interface HealthSnapshot {
   runs: number;
@@ -28,8 +29,17 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly last = new Map<string, number>();
 
-  constructor(private readonly snapshot: () => HealthSnapshot) {
+  /** `runs`: the training statistics per run (run-metrics.ts), left out when not given. */
+  constructor(
+    private readonly snapshot: () => HealthSnapshot,
+    runs?: { source: RunMetricsSource; options: RunMetricsOptions },
+  ) {
     collectDefaultMetrics({ register: this.registry });
+    // Gauges that prom-client names like counters (`promtool check metrics` flags them); the same
+    // figures stay as nodejs_active_handles, nodejs_active_requests and nodejs_active_resources.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+      this.registry.removeSingleMetric(name);
+    if (runs !== undefined) registerRunMetrics(this.registry, runs.source, runs.options);
     const last = this.last;
     const counter = (
       name: string,
