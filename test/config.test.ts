@@ -123,7 +123,12 @@ describe('valid configs', () => {
     const c = parseConfig('watch:\n  roots: [runs, /abs/runs]\nstate_dir: ../state\nhttp:\n', '/etc/barwatch/barwatch.yaml');
     assert.deepEqual(c.watch.roots, ['/etc/barwatch/runs', '/abs/runs']);
     assert.equal(c.stateDir, '/etc/state');
-    assert.deepEqual(c.http, { listen: { host: '127.0.0.1', port: 9464 }, expose: false });
+    assert.deepEqual(c.http, {
+      listen: { host: '127.0.0.1', port: 9464 },
+      expose: false,
+      metricsRetentionMs: 21_600_000,
+      metricsMaxRuns: 500,
+    });
     assert.deepEqual(parseConfig('http: {listen: "off"}\n', '/etc/b.yaml').http, {
       expose: false,
       metricsRetentionMs: 21_600_000,
@@ -136,7 +141,12 @@ describe('valid configs', () => {
       assert.equal(parseConfig(`http: {listen: "${host}:0"}\n`, '/etc/b.yaml').http.listen?.port, 0, host);
     }
     const c = parseConfig('http: {listen: "0.0.0.0:9464", expose: true}\n', '/etc/b.yaml');
-    assert.deepEqual(c.http, { listen: { host: '0.0.0.0', port: 9464 }, expose: true });
+    assert.deepEqual(c.http, {
+      listen: { host: '0.0.0.0', port: 9464 },
+      expose: true,
+      metricsRetentionMs: 21_600_000,
+      metricsMaxRuns: 500,
+    });
     assert.throws(() => parseConfig('http: {listen: "192.168.1.5:9464"}\n', '/etc/b.yaml'), /192\.168\.1\.5 is not a loopback address/);
   });
 
