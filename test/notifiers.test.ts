@@ -13,7 +13,7 @@ import type { Notification } from '../src/alerting/types.js';
 import { parseConfig } from '../src/config/load.js';
 import { Secret } from '../src/config/secret.js';
 import { buildNotifiers } from '../src/notifiers/index.js';
-import { createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
+import { alertmanagerPayload, createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
 import { createEmailNotifier } from '../src/notifiers/email/index.js';
 import { createSlackNotifier, slackPayload, SLACK_LIMITS } from '../src/notifiers/slack/index.js';
 import { barwatchAsync } from './helpers/cli.js';
@@ -265,6 +265,7 @@ describe('Alertmanager', () => {
         labels: { alertname: 'boundary-oscillation', run: '/runs/<team>&co', round: '2', severity: 'warning' },
         annotations: {
           summary: 'The boundary reward swings <script>alert(1)</script> & more',
+          description: 'period: 12; power_share: 0.62; window: 64',
           recommendation: 'Lower the selector learning rate',
           step: '340',
         },
@@ -273,6 +274,16 @@ describe('Alertmanager', () => {
       },
     ]);
     await srv.stop();
+  });
+
+  test('a firing alert holds for four resend intervals and links to its run on the page', () => {
+    const now = Date.parse('2026-11-30T10:05:00Z');
+    const [a] = alertmanagerPayload(notification(), { now, validMs: 4 * 60_000, dashboardUrl: 'https://barwatch.example.org' }) as {
+      endsAt: string;
+      annotations: Record<string, string>;
+    }[];
+    assert.equal(a!.endsAt, '2026-11-30T10:09:00.000Z');
+    assert.equal(a!.annotations['dashboard'], 'https://barwatch.example.org/#/run/%2Fruns%2F%3Cteam%3E%26co');
   });
 });
 

@@ -64,6 +64,21 @@ export class Dispatcher {
 
   constructor(private readonly opts: DispatchOptions) {}
 
+  /**
+   * The firing alerts channels have been told about and that no silence covers, for a channel
+   * that must hear them again to keep them (Alertmanager lets an alert lapse at its endsAt).
+   */
+  notifiedFiring(book: AlertBook, silences: SilenceStore, now: number, sparkline: Sparkline = () => null): NotifiedAlert[] {
+    const silenced = silences.matcher(now);
+    const out: NotifiedAlert[] = [];
+    for (const a of book.alerts.values()) {
+      if (a.state !== 'firing' || silenced(a) !== null) continue;
+      if (this.groups.get(a.finding.run)?.notified.includes(a.fingerprint) !== true) continue;
+      out.push(toNotified(a, 'firing', sparkline));
+    }
+    return out;
+  }
+
   tick(book: AlertBook, silences: SilenceStore, now: number, sparkline: Sparkline = () => null): DispatchResult {
     const out: DispatchResult = { notifications: [], decisions: [] };
     const silenced = silences.matcher(now);

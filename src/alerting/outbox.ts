@@ -162,6 +162,7 @@ export class Outbox {
 
   /** Queues a notification durably; false (with the reason logged) when it was already queued or sent. */
   async enqueue(n: Notification): Promise<boolean> {
+    if (n.refresh === true) await this.dropQueuedRefreshes(n.channel);
     const queued = [...this.entries.values()].some((e) => e.notification.dedupeKey === n.dedupeKey);
     if (queued || this.sent.has(n.dedupeKey)) {
       this.log.info(
@@ -175,6 +176,15 @@ export class Outbox {
     this.note(e, 'queued');
     await this.disk('queue a notification on disk', () => this.write(path.join(this.dir, `${n.id}.json`), e));
     return true;
+  }
+
+  /** A newer refresh carries every firing alert: older ones still queued for the channel are dropped. */
+  private async dropQueuedRefreshes(channel: string): Promise<void> {
+    for (const [id, e] of this.entries) {
+      if (e.notification.refresh !== true || e.notification.channel !== channel) continue;
+      this.entries.delete(id);
+      await fsp.rm(path.join(this.dir, `${id}.json`), { force: true }).catch(() => undefined);
+    }
   }
 
   /** Writes an entry, creating its folder first (it may have been impossible to create at start). */
@@ -242,7 +252,10 @@ export class Outbox {
         ch.failures = 0;
         ch.nextAttempt = 0;
         ch.logged = null;
-        log.info({ id: n.id, reason: n.reason, alerts: n.alerts.length, attempts: e.attempts }, `sent to ${n.channel}: ${n.reason}`);
+        log[n.refresh === true ? 'debug' : 'info'](
+          { id: n.id, reason: n.reason, alerts: n.alerts.length, attempts: e.attempts },
+          `sent to ${n.channel}: ${n.reason}`,
+        );
         continue;
       }
       if (!r.retry) {
@@ -300,10 +313,12 @@ export class Outbox {
       group: n.group,
       attempts: e.attempts,
     };
-    this.sent.add(n.dedupeKey);
     this.entries.delete(n.id);
     this.counters.sent.set(n.channel, (this.counters.sent.get(n.channel) ?? 0) + 1);
-    await this.disk('record a delivery in notifications.jsonl', () => this.journal.append(JSON.stringify(rec) + '\n'));
+    // A refresh is sent again by design: not remembered, not recorded (it would crowd out the record of the rest).
+    if (n.refresh !== true) this.sent.add(n.dedupeKey);
+    if (n.refresh !== true)
+      await this.disk('record a delivery in notifications.jsonl', () => this.journal.append(JSON.stringify(rec) + '\n'));
     // Removed even when the record could not be written: a restart must not send it again.
     await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
   }

@@ -35,6 +35,8 @@ export class Alerting {
   readonly silences: SilenceStore;
   readonly outbox: Outbox;
   private readonly log: Logger;
+  /** When each refreshing channel last heard the firing alerts again. */
+  private readonly lastRefresh = new Map<string, number>();
 
   constructor(private readonly opts: AlertingOptions) {
     this.book = new AlertBook(opts.lifecycle);
@@ -70,7 +72,36 @@ export class Alerting {
         await this.outbox.enqueue({ ...n, id: newId(), channel, dedupeKey: dedupeKey(channel, n, epoch) });
       }
     }
+    await this.refresh(now);
     await this.outbox.pump();
+  }
+
+  /** Channels with a refresh interval hear the firing alerts again when it has passed. */
+  private async refresh(now: number): Promise<void> {
+    for (const ch of this.opts.notifiers) {
+      if (ch.refreshMs === undefined) continue;
+      const last = this.lastRefresh.get(ch.name);
+      if (last !== undefined && now - last < ch.refreshMs) continue;
+      if (last === undefined) {
+        // The first interval starts now: the alerts were just sent, or are about to be.
+        this.lastRefresh.set(ch.name, now);
+        continue;
+      }
+      this.lastRefresh.set(ch.name, now);
+      const alerts = this.dispatcher.notifiedFiring(this.book, this.silences, now, this.opts.sparkline);
+      if (alerts.length === 0) continue;
+      const createdAt = new Date(now).toISOString();
+      await this.outbox.enqueue({
+        id: newId(),
+        dedupeKey: `${ch.name}|refresh|${createdAt}`,
+        channel: ch.name,
+        group: 'refresh',
+        reason: 'firing alerts sent again so they do not lapse',
+        createdAt,
+        alerts,
+        refresh: true,
+      });
+    }
   }
 
   toJSON(): AlertingJSON {

@@ -40,12 +40,20 @@ export interface Notification {
   alerts: NotifiedAlert[];
   /** A test notification (barwatch test-alert). */
   test?: boolean;
+  /**
+   * The firing alerts sent again to a channel that forgets them otherwise: a newer refresh
+   * replaces one still queued, and a refresh is not recorded as a delivery (sending it twice is
+   * harmless).
+   */
+  refresh?: boolean;
 }
 
 /** Where the outbox delivers notifications: one notifier (notifiers/ implements each channel). */
 export interface Channel {
   /** The channel name: slack, email, alertmanager. */
   readonly name: string;
+  /** Set by a channel that lets a firing alert lapse unless it is sent again (Alertmanager): how often to send them again. */
+  readonly refreshMs?: number;
   /** One attempt. Never throws; never puts a secret into the result. */
   send(n: Notification): Promise<SendResult>;
   close?(): Promise<void>;

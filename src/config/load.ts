@@ -53,7 +53,7 @@ export interface Config {
       to: string[];
     };
     /** `urls` without credentials; `auth` from user:pass@ in a URL or username and password_file. */
-    alertmanager?: { urls: string[]; auth?: { user: string; pass: Secret } };
+    alertmanager?: { urls: string[]; resendMs: number; auth?: { user: string; pass: Secret } };
     timeoutMs: number;
   };
   summary: { cron: string; timezone: string; channels: ('email' | 'slack')[] };
@@ -273,7 +273,7 @@ function resolveAlertmanager(
   } else if (am.password_file !== undefined) {
     r.problems.push({ file: r.name, key: 'notify.alertmanager.password_file', message: 'needs username' });
   }
-  return { urls, ...(auth !== undefined ? { auth } : {}) };
+  return { urls, resendMs: parseDuration(am.resend_interval)!, ...(auth !== undefined ? { auth } : {}) };
 }
 
 /** The channels, their secrets resolved. */

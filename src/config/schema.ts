@@ -106,6 +106,8 @@ const notify = z.strictObject({
       /** HTTP basic auth: here with password_file (or BARWATCH_ALERTMANAGER_PASSWORD), or as user:pass@ in the URL. */
       username: z.string().min(1).optional(),
       password_file: z.string().min(1).optional(),
+      /** Firing alerts are sent again this often, below Alertmanager's resolve_timeout (5m by default). */
+      resend_interval: boundedDuration('1s', '1h').default('1m'),
     })
     .optional(),
   /** How long one send may take (connect, answer) before it counts as failed and is retried. */

@@ -19,14 +19,17 @@ export function buildNotifiers(config: Config, o: NotifierOverrides = {}): Notif
     out.push(createEmailNotifier({ ...n.email, timeoutMs, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
   const am = n.alertmanager;
   // One channel per peer, each with its own queue, retries and record of what was sent.
-  for (const url of am?.urls ?? [])
-    out.push(
-      createAlertmanagerNotifier({
-        url,
-        timeoutMs,
-        ...(am?.auth !== undefined ? { auth: am.auth } : {}),
-        ...(am !== undefined && am.urls.length > 1 ? { name: `alertmanager@${endpointOf(url)}` } : {}),
-      }),
-    );
+  if (am !== undefined)
+    for (const url of am.urls)
+      out.push(
+        createAlertmanagerNotifier({
+          url,
+          timeoutMs,
+          refreshMs: am.resendMs,
+          ...(am.auth !== undefined ? { auth: am.auth } : {}),
+          ...(am.urls.length > 1 ? { name: `alertmanager@${endpointOf(url)}` } : {}),
+          ...(config.http.externalUrl !== undefined ? { dashboardUrl: config.http.externalUrl } : {}),
+        }),
+      );
   return out;
 }

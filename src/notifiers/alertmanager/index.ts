@@ -4,6 +4,7 @@
  */
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
+import { keyEvidence } from '../render.js';
 import { causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 
 export interface AlertmanagerOptions {
@@ -14,6 +15,15 @@ export interface AlertmanagerOptions {
   auth?: { user: string; pass: Secret };
   /** The channel's name: `alertmanager`, or `alertmanager@host:port` for one peer of several. */
   name?: string;
+  /**
+   * How often firing alerts are sent again (below Alertmanager's resolve_timeout, 5m by default);
+   * notify.alertmanager.resend_interval. Without it nothing is sent again and firing alerts hold
+   * for four minutes.
+   */
+  refreshMs?: number;
+  /** http.external_url: alerts link to their run's page. */
+  dashboardUrl?: string;
+  now?: () => number;
 }
 
 /** `<base>/api/v2/alerts`, keeping the base's path (a route prefix such as /alertmanager). */
@@ -25,32 +35,53 @@ export function alertsEndpoint(base: string): string {
   return u.toString();
 }
 
-export function alertmanagerPayload(n: Notification): Record<string, unknown>[] {
+/** How long a firing alert holds in Alertmanager without news: four refresh intervals (as Prometheus does). */
+export const VALID_REFRESHES = 4;
+
+export interface PayloadOptions {
+  /** Now (ms): firing alerts hold until now + validMs. */
+  now: number;
+  validMs: number;
+  /** The web page's address (http.external_url): each alert links to its run there. */
+  dashboardUrl?: string;
+}
+
+export function alertmanagerPayload(
+  n: Notification,
+  o: PayloadOptions = { now: Date.now(), validMs: 4 * 60_000 },
+): Record<string, unknown>[] {
   if (n.test === true) {
-    const now = new Date();
     return [
       {
         labels: { alertname: 'barwatch-test', severity: 'info' },
         annotations: { summary: 'barwatch test notification' },
-        startsAt: now.toISOString(),
-        endsAt: new Date(now.getTime() + 60_000).toISOString(),
+        startsAt: new Date(o.now).toISOString(),
+        endsAt: new Date(o.now + 60_000).toISOString(),
       },
     ];
   }
-  return n.alerts.map((a) => ({
-    labels: { alertname: a.detector, run: a.run, round: a.round === null ? '' : String(a.round), severity: a.severity },
-    annotations: {
-      summary: a.message,
-      ...(a.recommendation ? { recommendation: a.recommendation } : {}),
-      ...(a.step !== null ? { step: String(a.step) } : {}),
-    },
-    startsAt: a.startsAt,
-    ...(a.endsAt !== null ? { endsAt: a.endsAt } : {}),
-  }));
+  return n.alerts.map((a) => {
+    const evidence = keyEvidence(a, 12);
+    return {
+      labels: { alertname: a.detector, run: a.run, round: a.round === null ? '' : String(a.round), severity: a.severity },
+      annotations: {
+        summary: a.message,
+        ...(evidence.length > 0 ? { description: evidence.join('; ') } : {}),
+        ...(a.recommendation ? { recommendation: a.recommendation } : {}),
+        ...(a.step !== null ? { step: String(a.step) } : {}),
+        ...(o.dashboardUrl !== undefined ? { dashboard: `${o.dashboardUrl}/#/run/${encodeURIComponent(a.run)}` } : {}),
+      },
+      startsAt: a.startsAt,
+      // Firing: holds until the next refreshes are due, so it lapses only if barwatch stops.
+      endsAt: a.status === 'firing' || a.endsAt === null ? new Date(o.now + o.validMs).toISOString() : a.endsAt,
+    };
+  });
 }
 
 export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier {
   const endpoint = alertsEndpoint(opts.url);
+  const validMs = VALID_REFRESHES * (opts.refreshMs ?? 60_000);
+  const now = opts.now ?? Date.now;
   const where = endpointOf(opts.url);
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const secrets = opts.auth !== undefined ? [opts.auth.pass] : [];
@@ -59,12 +90,19 @@ export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier 
     headers['authorization'] = `Basic ${Buffer.from(`${opts.auth.user}:${opts.auth.pass.reveal()}`).toString('base64')}`;
   return {
     name: opts.name ?? 'alertmanager',
+    ...(opts.refreshMs !== undefined ? { refreshMs: opts.refreshMs } : {}),
     async send(n: Notification): Promise<SendResult> {
       try {
         const res = await fetch(endpoint, {
           method: 'POST',
           headers,
-          body: JSON.stringify(alertmanagerPayload(n)),
+          body: JSON.stringify(
+            alertmanagerPayload(n, {
+              now: now(),
+              validMs,
+              ...(opts.dashboardUrl !== undefined ? { dashboardUrl: opts.dashboardUrl } : {}),
+            }),
+          ),
           signal: AbortSignal.timeout(timeoutMs),
         });
         await res.arrayBuffer().catch(() => undefined);
