@@ -68,12 +68,13 @@ export class Reach {
    */
   admit(p: string, isDir: boolean, real?: string): Refusal | null {
     const root = this.roots.find((r) => within(p, r.given));
+    // Asked again on every change in a followed folder: an admitted path costs a lookup, no realpath.
+    const seen = root === undefined ? undefined : isDir ? root.folders : root.files;
+    if (seen?.has(p) === true) return null;
     if (this.excluded.some((e) => within(p, e))) return { code: 'ESTATE', message: '' };
     const resolved = real ?? realOr(p);
     if (this.excluded.some((e) => within(resolved, e))) return { code: 'ESTATE', message: '' };
-    if (root === undefined || p === root.given) return null;
-    const seen = isDir ? root.folders : root.files;
-    if (seen.has(p)) return null;
+    if (root === undefined || seen === undefined || p === root.given) return null;
     const expected = path.join(root.real, path.relative(root.given, p));
     if (resolved !== expected) {
       // A symlink on the way from the root to p.

@@ -49,7 +49,10 @@ export function isIgnored(p: string, stats: Stats | undefined, opts: WatcherOpti
  */
 export function folderGuard(onRepeat: (dir: string, real: string) => void): (dir: string) => boolean {
   const seen = new Map<string, string>();
+  /** Folders already judged the first path to their real folder: asked again on every change, answered without a realpath. */
+  const firsts = new Set<string>();
   return (dir: string): boolean => {
+    if (firsts.has(dir)) return false;
     let real: string;
     try {
       real = realpathSync(dir);
@@ -59,6 +62,7 @@ export function folderGuard(onRepeat: (dir: string, real: string) => void): (dir
     const first = seen.get(real);
     if (first === undefined) {
       seen.set(real, dir);
+      firsts.add(dir);
       return false;
     }
     if (first === dir) return false;
