@@ -70,10 +70,13 @@ export class Watcher {
   port: number | null = null;
   private rest = '';
 
-  constructor(args: string[]) {
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
     // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemon under the benchmark.
     const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-    this.child = spawn(process.execPath, [...nodeArgs, BIN, 'watch', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child = spawn(process.execPath, [...nodeArgs, BIN, 'watch', ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     this.child.stderr!.setEncoding('utf8');
     this.child.stderr!.on('data', (chunk: string) => {
       const lines = (this.rest + chunk).split('\n');

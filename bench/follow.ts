@@ -16,6 +16,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { arg, followNewBytes, jsonlLine, report, usage, Watcher } from './common.js';
 
+/** After the catch-up, before measuring: the daemon's start-up work is done. */
+const SETTLE_MS = 10_000;
+
 const FILES = [
   'selector_round1/reward_history.jsonl',
   'selector_round1/train.log',
@@ -75,38 +78,56 @@ export async function main(): Promise<void> {
     const cfg = path.join(dir, 'c.yaml');
     writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
     const paces = [50, 1000];
-    const result: Record<string, { barwatch: number; bare: number }> = {};
+    const rounds = arg('rounds', 2);
+    // Interleaved: the folder watcher, chokidar (BARWATCH_FOLLOW=chokidar) and the bare follower in
+    // turn, `rounds` times per pace; medians reported.
+    const kinds = ['barwatch', 'barwatch (chokidar)', 'bare'] as const;
+    const samples: Record<string, Record<(typeof kinds)[number], number[]>> = {};
     let step = 2;
     for (const interval of paces) {
-      const w = new Watcher([path.join(dir, 'runs'), '--config', cfg, '--listen', 'off']);
-      await w.until(0);
-      await sleep(10_000);
-      const cpuB = await cpuWhile(w.child.pid!, write(writers, interval, seconds, step));
-      step += Math.ceil((seconds * 1000) / interval) + 1;
-      await w.stop();
-      const bare = fork(fileURLToPath(import.meta.url), ['--bare-follower', ...all]);
-      await new Promise((resolve) => bare.once('message', resolve));
-      await sleep(2000);
-      const cpuBare = await cpuWhile(bare.pid!, write(writers, interval, seconds, step));
-      step += Math.ceil((seconds * 1000) / interval) + 1;
-      bare.kill();
-      result[`${interval}ms`] = { barwatch: cpuB, bare: cpuBare };
+      const s: Record<(typeof kinds)[number], number[]> = { barwatch: [], 'barwatch (chokidar)': [], bare: [] };
+      samples[`${interval}ms`] = s;
+      for (let round = 0; round < rounds; round++) {
+        for (const kind of kinds) {
+          if (kind === 'bare') {
+            const bare = fork(fileURLToPath(import.meta.url), ['--bare-follower', ...all]);
+            await new Promise((resolve) => bare.once('message', resolve));
+            await sleep(2000);
+            s.bare.push(await cpuWhile(bare.pid!, write(writers, interval, seconds, step)));
+            bare.kill();
+          } else {
+            const w = new Watcher(
+              [path.join(dir, 'runs'), '--config', cfg, '--listen', 'off'],
+              kind === 'barwatch' ? {} : { BARWATCH_FOLLOW: 'chokidar' },
+            );
+            await w.until(0);
+            await sleep(SETTLE_MS);
+            s[kind].push(await cpuWhile(w.child.pid!, write(writers, interval, seconds, step)));
+            await w.stop();
+          }
+          step += Math.ceil((seconds * 1000) / interval) + 1;
+        }
+      }
     }
+    const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     report(
       'follow',
-      `Following ${runs} runs x ${FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s each; CPU in % of one core)`,
-      ['pace', 'lines/s', 'barwatch watch', 'bare follower', 'ratio (target <= 3)'],
+      `Following ${runs} runs x ${FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s each, medians of ${rounds} interleaved rounds; CPU in % of one core)`,
+      ['pace', 'lines/s', 'barwatch watch', 'with chokidar', 'bare follower', 'ratio (target <= 3)', 'chokidar ratio'],
       paces.map((ms) => {
-        const r = result[`${ms}ms`]!;
+        const s = samples[`${ms}ms`]!;
+        const [b, c, bare] = [med(s.barwatch), med(s['barwatch (chokidar)']), med(s.bare)];
         return [
           `one line / ${ms} ms per run`,
           String(Math.round((runs * 1000) / ms)),
-          r.barwatch.toFixed(2),
-          r.bare.toFixed(2),
-          (r.barwatch / r.bare).toFixed(1),
+          b.toFixed(2),
+          c.toFixed(2),
+          bare.toFixed(2),
+          (b / bare).toFixed(1),
+          (c / bare).toFixed(1),
         ];
       }),
-      { runs, seconds, result },
+      { runs, seconds, rounds, samples },
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

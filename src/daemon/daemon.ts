@@ -3,7 +3,6 @@
  * parts do the work: the read path (pipeline/), the read queue, the state saver, the detector
  * engine, alerting and its channels, the HTTP endpoints and the nightly summary.
  */
-import type { FSWatcher } from 'chokidar';
 import type { ScheduledTask } from 'node-cron';
 import { Alerting } from '../alerting/service.js';
 import type { Config } from '../config/load.js';
@@ -21,6 +20,7 @@ import { Pipeline } from '../pipeline/pipeline.js';
 import { findingSparkline } from '../report/text.js';
 import { placeFile } from '../sources/place.js';
 import { Reach } from '../sources/reach.js';
+import { startTreeWatcher } from '../sources/tree-watcher.js';
 import { startWatcher, type WatchEvent, type WatchRoot } from '../sources/watcher.js';
 import { stateLayout, type StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
@@ -56,7 +56,8 @@ export interface DaemonOptions {
 
 export class Daemon {
   private pipeline: Pipeline | null = null;
-  private watcher: FSWatcher | null = null;
+  /** chokidar when polling (watch.poll), else the folder watcher (sources/tree-watcher.ts). */
+  private watcher: { close(): Promise<void>; rescan?: () => Promise<void> } | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopping = false;
   private readonly now: () => number;
@@ -183,17 +184,18 @@ export class Daemon {
     this.status();
   }
 
-  private startWatcher(roots: WatchRoot[], reach: Reach): Promise<FSWatcher> {
+  private startWatcher(roots: WatchRoot[], reach: Reach): Promise<{ close(): Promise<void>; rescan?: () => Promise<void> }> {
     const { watch } = this.opts.config;
     const errors = new FailureReport();
-    return startWatcher(
-      { roots, poll: watch.poll, pollIntervalMs: watch.pollIntervalMs, exclude: [this.layout.dir], reach },
-      (event, file) => this.onEvent(event, file),
-      (err) => {
-        const e = err as NodeJS.ErrnoException;
-        if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
-      },
-    );
+    const options = { roots, poll: watch.poll, pollIntervalMs: watch.pollIntervalMs, exclude: [this.layout.dir], reach };
+    const onEvent = (event: WatchEvent, file: string): void => this.onEvent(event, file);
+    const onError = (err: Error): void => {
+      const e = err as NodeJS.ErrnoException;
+      if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
+    };
+    // BARWATCH_FOLLOW=chokidar follows local folders with chokidar too: for A/B benchmarks (bench/follow.ts) and as a way back.
+    const chokidar = watch.poll || process.env['BARWATCH_FOLLOW'] === 'chokidar';
+    return chokidar ? startWatcher(options, onEvent, onError) : startTreeWatcher(options, onEvent, onError);
   }
 
   private every(ms: number, fn: () => unknown): void {
@@ -233,7 +235,9 @@ export class Daemon {
       const t = this.engine.evaluate(run, p.detectContext(), true);
       if (t.length > 0) this.onTransitions(t);
     }
-    this.looking ??= this.lookForMissed().finally(() => (this.looking = null));
+    // The folder watcher lists every folder it follows again; chokidar's missed files are found by a walk.
+    const w = this.watcher;
+    this.looking ??= (w?.rescan !== undefined ? w.rescan() : this.lookForMissed()).finally(() => (this.looking = null));
   }
 
   /**

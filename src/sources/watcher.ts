@@ -1,5 +1,7 @@
 /**
- * Watching the roots for files that appear, grow, and vanish (chokidar; polling for NFS).
+ * Watching the roots for files that appear, grow, and vanish with chokidar: used when polling
+ * (`watch.poll`, NFS), where chokidar earns its place; local folders are followed by
+ * tree-watcher.ts. The filters here (isIgnored, folderGuard) serve both.
  * Folders are watched, not single files, so a file replaced by rename keeps being followed.
  * `awaitWriteFinish` is off: training logs grow forever.
  */

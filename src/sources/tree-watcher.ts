@@ -1,0 +1,221 @@
+/**
+ * Following local folders without chokidar: one fs.watch (inotify) per folder, no watcher per file.
+ * A folder's watch reports both its entries coming and going ('rename': the folder is listed again
+ * and the difference reported as add and unlink) and the files in it growing ('change' of a file
+ * already followed: reported as it is, with no listing and no stat). chokidar re-listed a folder
+ * and stat'ed its entries after every append to any file in it, and kept a second watch on each
+ * file; at 4,000 appends a second that was most of barwatch's cost (BENCHMARKS.md, issue 20).
+ * Polling (`watch.poll`, for NFS) stays with chokidar (watcher.ts).
+ */
+import { promises as fsp, watch as fsWatch, type FSWatcher, type Stats } from 'node:fs';
+import path from 'node:path';
+import { classifyFile } from '../parsers/index.js';
+import { folderGuard, isIgnored, type WatcherOptions, type WatchEvent } from './watcher.js';
+
+const ROOT_WAIT_MS = 500;
+
+interface Folder {
+  watch: FSWatcher | null;
+  /** Entries followed in it: files, and folders watched in turn. */
+  files: Set<string>;
+  dirs: Set<string>;
+  /** A listing under way, and whether another was asked for meanwhile. */
+  scanning: Promise<void> | null;
+  again: boolean;
+}
+
+export interface Following {
+  /** Looks again at roots that did not exist and folders that could not be listed (the daemon's sweep). */
+  rescan(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTreeWatcher(
+  opts: WatcherOptions,
+  onEvent: (event: WatchEvent, file: string) => void,
+  onError: (err: Error) => void,
+): Promise<Following> {
+  const folders = new Map<string, Folder>();
+  let closed = false;
+  const repeated = folderGuard((dir, real) => {
+    onError(
+      Object.assign(new Error(`${dir} leads back to ${real} (symlink loop or repeated folder); not followed`), {
+        code: 'ELOOP',
+        path: dir,
+      }),
+    );
+  });
+  const fail = (err: unknown, p: string): void => {
+    const e = err as NodeJS.ErrnoException;
+    onError(Object.assign(new Error(`${p}: ${e.code ?? e.message}`), { code: e.code, path: p }));
+  };
+  /** Whether a path barwatch may follow (the filters chokidar's `ignored` applied). */
+  const admitted = (p: string, stats: Stats): boolean => {
+    if (isIgnored(p, stats, opts)) return false;
+    if (stats.isDirectory() && repeated(p)) return false;
+    if (opts.roots.some((r) => r.path === p)) return true;
+    const r = opts.reach.admit(p, stats.isDirectory());
+    if (r === null) return true;
+    if (r.message !== '') onError(Object.assign(new Error(`${p}: ${r.message}`), { code: r.code, path: p }));
+    return false;
+  };
+
+  const forget = (dir: string): void => {
+    const f = folders.get(dir);
+    if (f === undefined) return;
+    folders.delete(dir);
+    f.watch?.close();
+    for (const file of f.files) {
+      opts.reach.forget(file);
+      onEvent('unlink', file);
+    }
+    for (const d of f.dirs) forget(d);
+    opts.reach.forget(dir);
+  };
+
+  /** Lists `dir` and reports what came and went; folders new to it are watched and listed in turn. */
+  const list = async (dir: string, f: Folder): Promise<void> => {
+    let entries;
+    try {
+      entries = await fsp.readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') forget(dir);
+      else fail(err, dir);
+      return;
+    }
+    const files = new Set<string>();
+    const dirs = new Set<string>();
+    for (const e of entries) {
+      const p = path.join(dir, e.name);
+      let stats: Stats;
+      if (e.isFile() || e.isDirectory()) {
+        // Known entries need no stat: the listing's type is enough to keep them.
+        if (e.isFile() && f.files.has(p)) {
+          files.add(p);
+          continue;
+        }
+        if (e.isDirectory() && f.dirs.has(p)) {
+          dirs.add(p);
+          continue;
+        }
+      }
+      try {
+        stats = await fsp.stat(p);
+      } catch (err) {
+        if (e.isSymbolicLink()) fail(Object.assign(err as Error, { message: `broken or looping symlink` }), p);
+        continue;
+      }
+      // A FIFO or a device named like a log is reported as one: its reader refuses it by name (ENOTFILE).
+      if (!admitted(p, stats)) continue;
+      if (stats.isDirectory()) dirs.add(p);
+      else if (classifyFile(p) !== null) files.add(p);
+    }
+    for (const p of f.files)
+      if (!files.has(p)) {
+        opts.reach.forget(p);
+        onEvent('unlink', p);
+      }
+    for (const p of files) if (!f.files.has(p)) onEvent('add', p);
+    for (const d of f.dirs) if (!dirs.has(d)) forget(d);
+    const fresh = [...dirs].filter((d) => !f.dirs.has(d));
+    f.files = files;
+    f.dirs = dirs;
+    for (const d of fresh) await follow(d);
+  };
+
+  /** Lists a folder now, or once more after the listing under way. */
+  const scan = (dir: string): Promise<void> => {
+    const f = folders.get(dir);
+    if (f === undefined || closed) return Promise.resolve();
+    if (f.scanning !== null) {
+      f.again = true;
+      return f.scanning;
+    }
+    f.scanning = (async () => {
+      do {
+        f.again = false;
+        await list(dir, f);
+      } while (f.again && !closed && folders.get(dir) === f);
+    })().finally(() => {
+      f.scanning = null;
+    });
+    return f.scanning;
+  };
+
+  /** Watches a folder (its watch first, then its listing: nothing written between the two is missed). */
+  const follow = async (dir: string): Promise<void> => {
+    if (folders.has(dir) || closed) return;
+    const f: Folder = { watch: null, files: new Set(), dirs: new Set(), scanning: null, again: false };
+    folders.set(dir, f);
+    try {
+      f.watch = fsWatch(dir, { persistent: true }, (type, name) => {
+        if (closed) return;
+        if (type === 'change' && name !== null) {
+          const file = path.join(dir, name);
+          // The hot path: an append to a file followed here.
+          if (f.files.has(file)) {
+            onEvent('change', file);
+            return;
+          }
+        }
+        void scan(dir);
+      });
+      f.watch.on('error', (err) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT' && code !== 'EPERM') fail(err, dir);
+        forget(dir);
+      });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      folders.delete(dir);
+      if (code !== 'ENOENT') fail(err, dir);
+      return;
+    }
+    await scan(dir);
+  };
+
+  const roots = opts.roots.map((r) => r.path);
+  /** Follows the roots that exist; true when every root is followed. */
+  const start = async (): Promise<boolean> => {
+    let all = true;
+    for (const root of roots) {
+      if (folders.has(root)) continue;
+      const st = await fsp.stat(root).catch(() => null);
+      if (st?.isDirectory() === true) await follow(root);
+      else all = false;
+    }
+    return all;
+  };
+  // A root that does not exist yet is looked for twice a second until it does (the daemon said it waits for it).
+  let waiting: NodeJS.Timeout | null = null;
+  if (!(await start())) {
+    let busy = false;
+    waiting = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      void start()
+        .then((all) => {
+          if (all && waiting !== null) {
+            clearInterval(waiting);
+            waiting = null;
+          }
+        })
+        .finally(() => (busy = false));
+    }, ROOT_WAIT_MS);
+    // Not unref'd: like a folder's watch, waiting for a root keeps the daemon alive.
+  }
+  return {
+    async rescan() {
+      await start();
+      await Promise.all([...folders.keys()].map((d) => scan(d)));
+    },
+    close() {
+      closed = true;
+      if (waiting !== null) clearInterval(waiting);
+      for (const f of folders.values()) f.watch?.close();
+      folders.clear();
+      return Promise.resolve();
+    },
+  };
+}
