@@ -79,13 +79,19 @@ export async function main(): Promise<void> {
     writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
     const paces = [50, 1000];
     const rounds = arg('rounds', 2);
-    // Interleaved: the folder watcher, chokidar (BARWATCH_FOLLOW=chokidar) and the bare follower in
+    // Interleaved: barwatch, barwatch with asynchronous reads (BARWATCH_FOLLOW=async), as before
+    // issue 20 (BARWATCH_FOLLOW=chokidar), and the bare follower in
     // turn, `rounds` times per pace; medians reported.
-    const kinds = ['barwatch', 'barwatch (chokidar)', 'bare'] as const;
+    const kinds = ['barwatch', 'barwatch (async reads)', 'barwatch (chokidar)', 'bare'] as const;
     const samples: Record<string, Record<(typeof kinds)[number], number[]>> = {};
     let step = 2;
     for (const interval of paces) {
-      const s: Record<(typeof kinds)[number], number[]> = { barwatch: [], 'barwatch (chokidar)': [], bare: [] };
+      const s: Record<(typeof kinds)[number], number[]> = {
+        barwatch: [],
+        'barwatch (async reads)': [],
+        'barwatch (chokidar)': [],
+        bare: [],
+      };
       samples[`${interval}ms`] = s;
       for (let round = 0; round < rounds; round++) {
         for (const kind of kinds) {
@@ -98,7 +104,7 @@ export async function main(): Promise<void> {
           } else {
             const w = new Watcher(
               [path.join(dir, 'runs'), '--config', cfg, '--listen', 'off'],
-              kind === 'barwatch' ? {} : { BARWATCH_FOLLOW: 'chokidar' },
+              kind === 'barwatch' ? {} : { BARWATCH_FOLLOW: kind === 'barwatch (chokidar)' ? 'chokidar' : 'async' },
             );
             await w.until(0);
             await sleep(SETTLE_MS);
@@ -113,14 +119,15 @@ export async function main(): Promise<void> {
     report(
       'follow',
       `Following ${runs} runs x ${FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s each, medians of ${rounds} interleaved rounds; CPU in % of one core)`,
-      ['pace', 'lines/s', 'barwatch watch', 'with chokidar', 'bare follower', 'ratio (target <= 3)', 'chokidar ratio'],
+      ['pace', 'lines/s', 'barwatch watch', 'async reads', 'chokidar, async (before)', 'bare follower', 'ratio (target <= 3)', 'before'],
       paces.map((ms) => {
         const s = samples[`${ms}ms`]!;
-        const [b, c, bare] = [med(s.barwatch), med(s['barwatch (chokidar)']), med(s.bare)];
+        const [b, a, c, bare] = [med(s.barwatch), med(s['barwatch (async reads)']), med(s['barwatch (chokidar)']), med(s.bare)];
         return [
           `one line / ${ms} ms per run`,
           String(Math.round((runs * 1000) / ms)),
           b.toFixed(2),
+          a.toFixed(2),
           c.toFixed(2),
           bare.toFixed(2),
           (b / bare).toFixed(1),

@@ -54,6 +54,13 @@ export interface DaemonOptions {
   alertTickMs?: number;
 }
 
+/**
+ * For A/B benchmarks (bench/follow.ts) and as a way back: BARWATCH_FOLLOW=chokidar follows local
+ * folders as before issue 20 (chokidar, asynchronous reads); =async keeps the folder watcher with
+ * asynchronous reads.
+ */
+const FOLLOW = process.env['BARWATCH_FOLLOW'] ?? '';
+
 export class Daemon {
   private pipeline: Pipeline | null = null;
   /** chokidar when polling (watch.poll), else the folder watcher (sources/tree-watcher.ts). */
@@ -147,7 +154,8 @@ export class Daemon {
     this.pipeline = new Pipeline(
       {
         parser: config.parser,
-        tail: config.tail,
+        // Local folders are read with synchronous calls; polled ones (NFS) are not (sources/tailer.ts).
+        tail: { ...config.tail, sync: !config.watch.poll && FOLLOW === '' },
         stats: config.stats,
         now: this.now,
         log: this.log,
@@ -193,8 +201,7 @@ export class Daemon {
       const e = err as NodeJS.ErrnoException;
       if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
     };
-    // BARWATCH_FOLLOW=chokidar follows local folders with chokidar too: for A/B benchmarks (bench/follow.ts) and as a way back.
-    const chokidar = watch.poll || process.env['BARWATCH_FOLLOW'] === 'chokidar';
+    const chokidar = watch.poll || FOLLOW === 'chokidar';
     return chokidar ? startWatcher(options, onEvent, onError) : startTreeWatcher(options, onEvent, onError);
   }
 

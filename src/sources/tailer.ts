@@ -11,7 +11,7 @@
  * - A line longer than `maxLineBytes` is skipped and counted without being held in memory.
  */
 import { createHash } from 'node:crypto';
-import { promises as fsp, type Stats } from 'node:fs';
+import { promises as fsp, readSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 export interface TailCheckpoint {
@@ -28,6 +28,12 @@ export interface TailOptions {
   maxLineBytes: number;
   /** Bytes read per read call (default 256 KiB). */
   chunkBytes?: number;
+  /**
+   * Stat and read with synchronous calls on the open descriptor (local disks: a page-cache read
+   * costs microseconds, a thread-pool round trip far more); asynchronous when files may sit on a
+   * slow or network file system (watch.poll).
+   */
+  sync?: boolean;
   /** Bytes read per poll before yielding to other files (default 16 MiB). */
   maxBytesPerRead?: number;
 }
@@ -109,7 +115,7 @@ export class FileTailer {
   async read(deliver: Deliver): Promise<ReadOutcome> {
     let st: Stats;
     try {
-      st = await fsp.stat(this.file);
+      st = this.opts.sync === true ? statSync(this.file) : await fsp.stat(this.file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       // The name is gone; what the open handle still reaches is read to its end.
@@ -231,7 +237,8 @@ export class FileTailer {
   private async sameFirstLine(): Promise<boolean> {
     if (this.fh === null || this.fp === null) return true;
     const buf = Buffer.alloc(this.fpLen);
-    const { bytesRead } = await this.fh.read(buf, 0, this.fpLen, 0);
+    const bytesRead =
+      this.opts.sync === true ? readSync(this.fh.fd, buf, 0, this.fpLen, 0) : (await this.fh.read(buf, 0, this.fpLen, 0)).bytesRead;
     return bytesRead === this.fpLen && sha1(buf) === this.fp;
   }
 
@@ -244,7 +251,10 @@ export class FileTailer {
       let readThisCall = 0;
       for (;;) {
         if (this.readPos >= size) return 'idle';
-        const { bytesRead } = await fh.read(buf, 0, buf.length, this.readPos);
+        const bytesRead =
+          this.opts.sync === true
+            ? readSync(fh.fd, buf, 0, buf.length, this.readPos)
+            : (await fh.read(buf, 0, buf.length, this.readPos)).bytesRead;
         if (bytesRead === 0) return 'idle';
         const base = this.readPos;
         this.readPos += bytesRead;
