@@ -132,27 +132,42 @@ describe('tailer edge cases', () => {
     await t.close();
   });
 
-  test('truncation (copytruncate) and regrowth past the old offset are both noticed', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'train.log');
-    writeFileSync(file, 'step=1 a=1\nstep=2 a=2\n');
-    const notes: string[] = [];
-    const t = new FileTailer(file, DEFAULTS.tail, null, {
-      truncated: ({ rewritten }) => notes.push(rewritten ? 'rewritten' : 'truncated'),
-      rotated: ({ reason }) => notes.push(reason),
+  for (const sync of [false, true])
+    test(`truncation (copytruncate) and regrowth past the old offset are both noticed (${sync ? 'synchronous' : 'asynchronous'} reads)`, async () => {
+      const dir = tempDir();
+      const file = path.join(dir, 'train.log');
+      writeFileSync(file, 'step=1 a=1\nstep=2 a=2\n');
+      const notes: string[] = [];
+      const t = new FileTailer(file, { ...DEFAULTS.tail, sync }, null, {
+        truncated: ({ rewritten }) => notes.push(rewritten ? 'rewritten' : 'truncated'),
+        rotated: ({ reason }) => notes.push(reason),
+      });
+      const out: string[] = [];
+      await readAll(t, out);
+      truncateSync(file, 0);
+      appendFileSync(file, 'step=9 a=9\n');
+      await readAll(t, out);
+      // Replaced with longer content before barwatch looked: the bytes before the read position tell.
+      writeFileSync(file, 'step=100 a=100\nstep=101 a=101\nstep=102 a=102\n');
+      await readAll(t, out);
+      // Rewritten again with the same first line: still noticed (the first line alone would not tell).
+      writeFileSync(file, 'step=100 a=100\nstep=201 a=201\nstep=202 a=202\nstep=203 a=203\n');
+      await readAll(t, out);
+      assert.deepEqual(out, [
+        'step=1 a=1',
+        'step=2 a=2',
+        'step=9 a=9',
+        'step=100 a=100',
+        'step=101 a=101',
+        'step=102 a=102',
+        'step=100 a=100',
+        'step=201 a=201',
+        'step=202 a=202',
+        'step=203 a=203',
+      ]);
+      assert.deepEqual(notes, ['truncated', 'rewritten', 'rewritten']);
+      await t.close();
     });
-    const out: string[] = [];
-    await readAll(t, out);
-    truncateSync(file, 0);
-    appendFileSync(file, 'step=9 a=9\n');
-    await readAll(t, out);
-    // Replaced with longer content before barwatch looked: the first line tells.
-    writeFileSync(file, 'step=100 a=100\nstep=101 a=101\nstep=102 a=102\n');
-    await readAll(t, out);
-    assert.deepEqual(out, ['step=1 a=1', 'step=2 a=2', 'step=9 a=9', 'step=100 a=100', 'step=101 a=101', 'step=102 a=102']);
-    assert.deepEqual(notes, ['truncated', 'rewritten']);
-    await t.close();
-  });
 
   test('a file deleted and recreated is read from the start; a vanished file reports gone', async () => {
     const dir = tempDir();

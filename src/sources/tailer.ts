@@ -73,6 +73,9 @@ function decode(buf: Buffer, start = 0, end = buf.length): string {
 const spareChunks: Buffer[] = [];
 const SPARE_CHUNKS = 8;
 
+/** Bytes before the read position compared on each read (see FileTailer.tail). */
+const TAIL_BYTES = 64;
+
 function takeChunk(bytes: number): Buffer {
   const b = spareChunks.pop();
   return b !== undefined && b.length === bytes ? b : Buffer.allocUnsafeSlow(bytes);
@@ -95,6 +98,13 @@ export class FileTailer {
   private skipping = false;
   private fp: string | null = null;
   private fpLen = 0;
+  /**
+   * The last bytes read, just before readPos. The next read starts that many bytes early and
+   * compares them: a file cut and rewritten past the old end (copytruncate, then fast regrowth)
+   * shows there, in the same read, without reading its first line again.
+   */
+  private readonly tail = Buffer.alloc(TAIL_BYTES);
+  private tailLen = 0;
   private saved: TailCheckpoint | null;
 
   constructor(
@@ -139,12 +149,19 @@ export class FileTailer {
     } else if (st.size === this.readPos) {
       // Nothing new: no read at all (re-checks and sweeps of idle files cost one stat).
       return 'idle';
-    } else if (this.fp !== null && !(await this.sameFirstLine())) {
-      // Cut and rewritten past the old end (copytruncate, then fast regrowth): the first line tells.
+    } else if (this.tailLen === 0 && this.fp !== null && !(await this.sameFirstLine())) {
+      // Cut and rewritten past the old end (copytruncate, then fast regrowth): with no bytes of
+      // the last read to compare (just opened), the first line tells.
       this.notices.truncated?.({ from: this.readPos, rewritten: true });
       this.reset();
     }
-    return this.readFrom(deliver, this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ, st.size);
+    const budget = this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ;
+    const outcome = await this.readFrom(deliver, budget, st.size, true);
+    if (outcome !== 'rewritten') return outcome;
+    this.notices.truncated?.({ from: this.readPos, rewritten: true });
+    this.reset();
+    // From the start again, with nothing to compare: 'rewritten' cannot come back.
+    return (await this.readFrom(deliver, budget, st.size)) as ReadOutcome;
   }
 
   async close(): Promise<void> {
@@ -161,6 +178,7 @@ export class FileTailer {
     this.skipping = false;
     this.fp = null;
     this.fpLen = 0;
+    this.tailLen = 0;
   }
 
   private async open(deliver: Deliver): Promise<void> {
@@ -242,29 +260,52 @@ export class FileTailer {
     return bytesRead === this.fpLen && sha1(buf) === this.fp;
   }
 
-  /** Reads from readPos; `size` (from stat) spares the final empty read. */
-  private async readFrom(deliver: Deliver, budget: number, size = Infinity): Promise<ReadOutcome> {
+  /**
+   * Reads from readPos; `size` (from stat) spares the final empty read. With `verify`, the first
+   * read starts at the kept tail and answers 'rewritten' when those bytes changed.
+   */
+  private async readFrom(deliver: Deliver, budget: number, size = Infinity, verify = false): Promise<ReadOutcome | 'rewritten'> {
     const fh = this.fh;
     if (fh === null) return 'idle';
     const buf = takeChunk(this.opts.chunkBytes ?? CHUNK_BYTES);
     try {
       let readThisCall = 0;
+      let check = verify && this.tailLen > 0 ? this.tailLen : 0;
       for (;;) {
         if (this.readPos >= size) return 'idle';
-        const bytesRead =
-          this.opts.sync === true
-            ? readSync(fh.fd, buf, 0, buf.length, this.readPos)
-            : (await fh.read(buf, 0, buf.length, this.readPos)).bytesRead;
-        if (bytesRead === 0) return 'idle';
+        const at = this.readPos - check;
+        const got = this.opts.sync === true ? readSync(fh.fd, buf, 0, buf.length, at) : (await fh.read(buf, 0, buf.length, at)).bytesRead;
+        if (check > 0) {
+          if (got < check || buf.compare(this.tail, 0, check, 0, check) !== 0) return 'rewritten';
+        }
+        const bytesRead = got - check;
+        if (bytesRead <= 0) return 'idle';
         const base = this.readPos;
         this.readPos += bytesRead;
         readThisCall += bytesRead;
-        this.consume(buf, bytesRead, base, deliver);
+        this.keepTail(buf, check, got);
+        this.consume(check > 0 ? buf.subarray(check, got) : buf, bytesRead, base, deliver);
+        check = 0;
         if (readThisCall >= budget) return 'more';
       }
     } finally {
       giveChunk(buf);
     }
+  }
+
+  /** Keeps the last TAIL_BYTES bytes read so far (buf[from, to) was just read, ending at readPos). */
+  private keepTail(buf: Buffer, from: number, to: number): void {
+    const n = to - from;
+    if (n >= TAIL_BYTES) {
+      buf.copy(this.tail, 0, to - TAIL_BYTES, to);
+      this.tailLen = TAIL_BYTES;
+      return;
+    }
+    // Fewer new bytes than the tail holds: shift the old ones left and append.
+    const keepOld = Math.min(this.tailLen, TAIL_BYTES - n);
+    this.tail.copy(this.tail, 0, this.tailLen - keepOld, this.tailLen);
+    buf.copy(this.tail, keepOld, from, to);
+    this.tailLen = keepOld + n;
   }
 
   /** Splits one chunk into lines; `base` is the file offset of chunk[0]. */
