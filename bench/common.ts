@@ -177,3 +177,32 @@ export function followNewBytes(files: string[], onText: (file: string, text: str
     });
   }
 }
+
+/** The files of each run in the follow and idle benchmarks; the first is the one that grows. */
+export const RUN_FILES = [
+  'selector_round1/reward_history.jsonl',
+  'selector_round1/train.log',
+  'generator_round1/reward_history.jsonl',
+  'generator_round1/train.log',
+];
+
+/**
+ * `runs` runs of RUN_FILES under `dir`/runs, each file holding one line, and a config saving to
+ * `dir`/state: every file, the ones that grow (one per run), and the config's path.
+ */
+export function runTree(dir: string, runs: number): { all: string[]; writers: string[]; cfg: string } {
+  const all: string[] = [];
+  const writers: string[] = [];
+  for (let r = 0; r < runs; r++) {
+    for (const f of RUN_FILES) {
+      const file = path.join(dir, 'runs', `run${r}`, 'outputs', f);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, f.endsWith('.jsonl') ? jsonlLine(1) : 'step=1 loss=0.5\n');
+      all.push(file);
+      if (f === RUN_FILES[0]) writers.push(file);
+    }
+  }
+  const cfg = path.join(dir, 'c.yaml');
+  writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
+  return { all, writers, cfg };
+}

@@ -9,22 +9,15 @@
  *   node dist/bench/follow.js [--runs N] [--seconds S]
  */
 import { fork } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { arg, followNewBytes, jsonlLine, report, usage, Watcher } from './common.js';
+import { arg, followNewBytes, jsonlLine, report, RUN_FILES, runTree, usage, Watcher } from './common.js';
 
 /** After the catch-up, before measuring: the daemon's start-up work is done. */
 const SETTLE_MS = 10_000;
-
-const FILES = [
-  'selector_round1/reward_history.jsonl',
-  'selector_round1/train.log',
-  'generator_round1/reward_history.jsonl',
-  'generator_round1/train.log',
-];
 
 function bareFollower(files: string[]): void {
   const parsed = { lines: 0 };
@@ -64,19 +57,7 @@ export async function main(): Promise<void> {
   const seconds = arg('seconds', 20);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-follow-'));
   try {
-    const all: string[] = [];
-    const writers: string[] = [];
-    for (let r = 0; r < runs; r++) {
-      for (const f of FILES) {
-        const file = path.join(dir, 'runs', `run${r}`, 'outputs', f);
-        mkdirSync(path.dirname(file), { recursive: true });
-        writeFileSync(file, f.endsWith('.jsonl') ? jsonlLine(1) : 'step=1 loss=0.5\n');
-        all.push(file);
-        if (f === FILES[0]) writers.push(file);
-      }
-    }
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
+    const { all, writers, cfg } = runTree(dir, runs);
     const paces = [50, 1000];
     const rounds = arg('rounds', 2);
     // Interleaved: barwatch, barwatch with asynchronous reads (BARWATCH_FOLLOW=async), as before
@@ -118,7 +99,7 @@ export async function main(): Promise<void> {
     const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     report(
       'follow',
-      `Following ${runs} runs x ${FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s each, medians of ${rounds} interleaved rounds; CPU in % of one core)`,
+      `Following ${runs} runs x ${RUN_FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s each, medians of ${rounds} interleaved rounds; CPU in % of one core)`,
       ['pace', 'lines/s', 'barwatch watch', 'async reads', 'chokidar, async (before)', 'bare follower', 'ratio (target <= 3)', 'before'],
       paces.map((ms) => {
         const s = samples[`${ms}ms`]!;

@@ -10,19 +10,12 @@
  *   node dist/bench/idle.js [--runs N] [--seconds S]
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { arg, followNewBytes, jsonlLine, report, usage, Watcher } from './common.js';
-
-const FILES = [
-  'selector_round1/reward_history.jsonl',
-  'selector_round1/train.log',
-  'generator_round1/reward_history.jsonl',
-  'generator_round1/train.log',
-];
+import { arg, followNewBytes, jsonlLine, report, RUN_FILES, runTree, usage, Watcher } from './common.js';
 
 function bareReader(files: string[]): void {
   let lines = 0;
@@ -68,19 +61,7 @@ export async function main(): Promise<void> {
   const seconds = arg('seconds', 60);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-idle-'));
   try {
-    const all: string[] = [];
-    const writers: string[] = [];
-    for (let r = 0; r < runs; r++) {
-      for (const f of FILES) {
-        const file = path.join(dir, 'runs', `run${r}`, 'outputs', f);
-        mkdirSync(path.dirname(file), { recursive: true });
-        writeFileSync(file, f.endsWith('.jsonl') ? jsonlLine(1) : 'step=1 loss=0.5\n');
-        all.push(file);
-        if (f === FILES[0]) writers.push(file);
-      }
-    }
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
+    const { all, writers, cfg } = runTree(dir, runs);
     const w = new Watcher([path.join(dir, 'runs'), '--config', cfg]);
     await w.until(all.length);
     // The start-up settles: about a minute after start V8 shrinks the heap grown while starting
@@ -108,7 +89,7 @@ export async function main(): Promise<void> {
     ];
     report(
       'idle',
-      `Cost of watching ${runs} runs x ${FILES.length} files (${all.length} files): barwatch idle ${seconds} s from ${SETTLE_MS / 1000} s after its catch-up, busy ${half} s; bare reader ${third} s each (CPU in % of one core, RSS in MB)`,
+      `Cost of watching ${runs} runs x ${RUN_FILES.length} files (${all.length} files): barwatch idle ${seconds} s from ${SETTLE_MS / 1000} s after its catch-up, busy ${half} s; bare reader ${third} s each (CPU in % of one core, RSS in MB)`,
       ['process, phase', 'CPU %', 'RSS MB'],
       [
         row('barwatch watch, nothing written', idle),

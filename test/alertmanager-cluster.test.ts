@@ -9,25 +9,17 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
+import { freePort } from './helpers/servers.js';
 
 const HAVE_AM = spawnSync('prometheus-alertmanager', ['--version']).status === 0 && spawnSync('amtool', ['--version']).status === 0;
 const AM_SKIP = HAVE_AM
   ? false
   : 'prometheus-alertmanager and amtool not installed (Debian package prometheus-alertmanager; .ci/run installs it)';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 interface Peer {
   api: string;

@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { REPO, tempDir } from './helpers/fs.js';
 import { writeRun } from './helpers/run.js';
+import { freePort } from './helpers/servers.js';
 
 const HAVE_PROMTOOL = spawnSync('promtool', ['--version']).status === 0;
 const PROMTOOL_SKIP = HAVE_PROMTOOL ? false : 'promtool not installed (Debian package prometheus; .ci/run installs it)';
@@ -36,14 +36,6 @@ async function daemonWithRuns(): Promise<{ d: DaemonProcess; base: string; runs:
   await d.waitFor((x: LogLine) => x.msg.startsWith('status:') && (x['records'] as number) >= 3 * 2 * 80);
   after(() => d.stop());
   return { d, base: String(l['url']).replace(/\/$/, ''), runs };
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 describe('/metrics: per-run training statistics', () => {

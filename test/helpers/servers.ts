@@ -1,6 +1,6 @@
 /** Real servers on loopback for the notifier tests: an HTTP capture server and an SMTP server. */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
@@ -107,4 +107,13 @@ export class FakeClock {
   advance(ms: number): void {
     this.t += ms;
   }
+}
+
+/** A loopback port nothing listens on right now (for a server started by another program). */
+export async function freePort(): Promise<number> {
+  const s = createTcpServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }
