@@ -61,6 +61,15 @@ function alertmanagerConfig(state: string, url: string): string {
   return `state_dir: ${state}\nwatch: {status_interval: 200ms, checkpoint_interval: 100ms}\nalerting: {group_wait: 0s}\nnotify:\n  alertmanager: {url: "${url}"}\nlog: {format: json}\n`;
 }
 
+/** An Alertmanager stand-in on loopback (stopped when the test ends) and a config in `dir` sending to it. */
+async function alertmanagerFor(dir: string, state: string): Promise<{ am: CaptureServer; cfg: string }> {
+  const am = await new CaptureServer().start();
+  after(() => am.stop());
+  const cfg = path.join(dir, 'c.yaml');
+  writeFileSync(cfg, alertmanagerConfig(state, am.url));
+  return { am, cfg };
+}
+
 function readState(stateDir: string): DaemonState | null {
   try {
     return JSON.parse(readFileSync(path.join(stateDir, 'state.json'), 'utf8')) as DaemonState;
@@ -296,10 +305,7 @@ describe('faults: special files named like whole-file formats', () => {
 describe('faults: the state folder is private and written through no symlink', () => {
   test('under umask 000 the folder is 0700 and its files 0600; symlinks planted in place of its files leave their targets untouched', async () => {
     const { dir, runs, state } = workspace();
-    const am = await new CaptureServer().start();
-    after(() => am.stop());
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, alertmanagerConfig(state, am.url));
+    const { am, cfg } = await alertmanagerFor(dir, state);
     // Files another user planted: writable by anyone, so following a link would change them.
     const victims = ['tmp-victim', 'alerts-victim', 'notifications-victim'].map((n) => path.join(dir, n));
     for (const v of victims) {
@@ -372,10 +378,7 @@ describe('faults: the state folder', () => {
     code: string,
     user?: User,
   ): Promise<void> {
-    const am = await new CaptureServer().start();
-    after(() => am.stop());
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, alertmanagerConfig(state, am.url));
+    const { am, cfg } = await alertmanagerFor(dir, state);
     break_(state);
     const d = new DaemonProcess([runs, '--config', cfg], user !== undefined ? { user } : {});
     await d.waitFor((l) => l.msg === 'watching');
@@ -446,10 +449,7 @@ describe('faults: the state folder', () => {
 describe('faults: state files', () => {
   test('truncated or garbage state files are named, moved aside and rebuilt from the logs; nothing is sent twice', async () => {
     const { dir, runs, state } = workspace();
-    const am = await new CaptureServer().start();
-    after(() => am.stop());
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(cfg, alertmanagerConfig(state, am.url));
+    const { am, cfg } = await alertmanagerFor(dir, state);
     const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, nanRun());

@@ -140,21 +140,22 @@ describe('Slack', () => {
   });
 });
 
+/**
+ * An email notifier logging in as `barwatch` to the SMTP server on loopback `port`, which offers no
+ * STARTTLS: plain-text auth allowed, as for a relay on loopback (allow_plaintext_auth).
+ */
+function loopbackEmail(port: number, pass: string, from = 'b@example.org', to = 't@example.org'): ReturnType<typeof createEmailNotifier> {
+  return createEmailNotifier({
+    smtp: { host: '127.0.0.1', port, secure: false, requireTls: false, user: 'barwatch', pass: new Secret(pass, 'test') },
+    from,
+    to: [to],
+  });
+}
+
 describe('email', () => {
   test('through a real SMTP server with auth: subject, plain text and HTML parts, HTML escaped', async () => {
     const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'hunter2-smtp-pass' }).start();
-    const email = createEmailNotifier({
-      smtp: {
-        host: '127.0.0.1',
-        port: smtp.port,
-        secure: false,
-        requireTls: false,
-        user: 'barwatch',
-        pass: new Secret('hunter2-smtp-pass', 'test'),
-      },
-      from: 'barwatch@example.org',
-      to: ['ml-team@example.org'],
-    });
+    const email = loopbackEmail(smtp.port, 'hunter2-smtp-pass', 'barwatch@example.org', 'ml-team@example.org');
     assert.deepEqual(await email.send(notification()), { ok: true });
     await email.close?.();
     const m = smtp.messages[0]!;
@@ -171,18 +172,7 @@ describe('email', () => {
 
   test('a wrong password is reported without the password and not retried; a dead server is retried', async () => {
     const smtp = await new SmtpCapture({ user: 'barwatch', pass: 'right' }).start();
-    const email = createEmailNotifier({
-      smtp: {
-        host: '127.0.0.1',
-        port: smtp.port,
-        secure: false,
-        requireTls: false,
-        user: 'barwatch',
-        pass: new Secret('wrong-hunter2', 'test'),
-      },
-      from: 'b@example.org',
-      to: ['t@example.org'],
-    });
+    const email = loopbackEmail(smtp.port, 'wrong-hunter2');
     const r = await email.send(notification());
     assert.equal(r.ok, false);
     assert.ok(r.ok === false && !r.retry, JSON.stringify(r));

@@ -316,9 +316,10 @@ export class Outbox {
     this.entries.delete(n.id);
     this.counters.sent.set(n.channel, (this.counters.sent.get(n.channel) ?? 0) + 1);
     // A refresh is sent again by design: not remembered, not recorded (it would crowd out the record of the rest).
-    if (n.refresh !== true) this.sent.add(n.dedupeKey);
-    if (n.refresh !== true)
+    if (n.refresh !== true) {
+      this.sent.add(n.dedupeKey);
       await this.disk('record a delivery in notifications.jsonl', () => this.journal.append(JSON.stringify(rec) + '\n'));
+    }
     // Removed even when the record could not be written: a restart must not send it again.
     await fsp.rm(path.join(this.dir, `${n.id}.json`), { force: true }).catch(() => undefined);
   }

@@ -66,13 +66,8 @@ function latest(run: RunState, role: Role, series?: string): RoundState | null {
 }
 
 export function registerRunMetrics(registry: Registry, source: RunMetricsSource, o: RunMetricsOptions): void {
-  let cache: { at: number; runs: { run: RunState; at: number }[]; omitted: number } | null = null;
-  // One selection per scrape: every gauge of a scrape sees the same runs.
-  const selected = (): { runs: { run: RunState; at: number }[]; omitted: number } => {
-    const now = source.now();
-    if (cache === null || cache.at !== now) cache = { at: now, ...exportedRuns(source.runs(), now, o) };
-    return cache;
-  };
+  // Each gauge selects the runs when it is collected (a pass over the runs, no statistics).
+  const selected = (): { runs: { run: RunState; at: number }[]; omitted: number } => exportedRuns(source.runs(), source.now(), o);
   const scope = `Only the current (latest) round of each run and role is exported; runs silent for longer than http.metrics_retention drop out.`;
   const gauge = (name: string, help: string, labelNames: string[], fill: (set: (labels: Labels, v: number) => void) => void): void => {
     new Gauge({

@@ -10,7 +10,7 @@
 import { promises as fsp, watch as fsWatch, type FSWatcher, type Stats } from 'node:fs';
 import path from 'node:path';
 import { classifyFile } from '../parsers/index.js';
-import { folderGuard, isIgnored, type WatcherOptions, type WatchEvent } from './watcher.js';
+import { ignoredBy, type WatcherOptions, type WatchEvent } from './watcher.js';
 
 const ROOT_WAIT_MS = 500;
 
@@ -37,27 +37,10 @@ export async function startTreeWatcher(
 ): Promise<Following> {
   const folders = new Map<string, Folder>();
   let closed = false;
-  const repeated = folderGuard((dir, real) => {
-    onError(
-      Object.assign(new Error(`${dir} leads back to ${real} (symlink loop or repeated folder); not followed`), {
-        code: 'ELOOP',
-        path: dir,
-      }),
-    );
-  });
+  const ignored = ignoredBy(opts, onError);
   const fail = (err: unknown, p: string): void => {
     const e = err as NodeJS.ErrnoException;
     onError(Object.assign(new Error(`${p}: ${e.code ?? e.message}`), { code: e.code, path: p }));
-  };
-  /** Whether a path barwatch may follow (the filters chokidar's `ignored` applied). */
-  const admitted = (p: string, stats: Stats): boolean => {
-    if (isIgnored(p, stats, opts)) return false;
-    if (stats.isDirectory() && repeated(p)) return false;
-    if (opts.roots.some((r) => r.path === p)) return true;
-    const r = opts.reach.admit(p, stats.isDirectory());
-    if (r === null) return true;
-    if (r.message !== '') onError(Object.assign(new Error(`${p}: ${r.message}`), { code: r.code, path: p }));
-    return false;
   };
 
   const forget = (dir: string): void => {
@@ -103,11 +86,12 @@ export async function startTreeWatcher(
       try {
         stats = await fsp.stat(p);
       } catch (err) {
-        if (e.isSymbolicLink()) fail(Object.assign(err as Error, { message: `broken or looping symlink` }), p);
+        // A broken or looping link is named; an entry gone since the listing is not news.
+        if (e.isSymbolicLink()) fail(err, p);
         continue;
       }
       // A FIFO or a device named like a log is reported as one: its reader refuses it by name (ENOTFILE).
-      if (!admitted(p, stats)) continue;
+      if (ignored(p, stats)) continue;
       if (stats.isDirectory()) dirs.add(p);
       else if (classifyFile(p) !== null) files.add(p);
     }

@@ -73,11 +73,12 @@ export function folderGuard(onRepeat: (dir: string, real: string) => void): (dir
   };
 }
 
-export function startWatcher(
-  opts: WatcherOptions,
-  onEvent: (event: WatchEvent, file: string) => void,
-  onError: (err: Error) => void,
-): Promise<FSWatcher> {
+/**
+ * The one filter both watchers apply: a path is not followed when isIgnored says so, when it is a
+ * folder reached again through a link (folderGuard), or when the reach refuses it (a link out of
+ * the roots, a root over its limits). A refusal is passed to `onError` (the daemon logs each once).
+ */
+export function ignoredBy(opts: WatcherOptions, onError: (err: Error) => void): (p: string, stats?: Stats) => boolean {
   const repeated = folderGuard((dir, real) => {
     onError(
       Object.assign(new Error(`${dir} leads back to ${real} (symlink loop or repeated folder); not followed`), {
@@ -86,14 +87,25 @@ export function startWatcher(
       }),
     );
   });
-  const refused = (p: string, stats: Stats | undefined): boolean => {
-    if (stats === undefined) return false;
+  return (p, stats) => {
     const abs = path.resolve(p);
+    if (isIgnored(abs, stats, opts)) return true;
+    if (stats === undefined) return false;
+    if (stats.isDirectory() && repeated(abs)) return true;
+    if (opts.roots.some((r) => r.path === abs)) return false;
     const r = opts.reach.admit(abs, stats.isDirectory());
     if (r === null) return false;
     if (r.message !== '') onError(Object.assign(new Error(`${abs}: ${r.message}`), { code: r.code, path: abs }));
     return true;
   };
+}
+
+export function startWatcher(
+  opts: WatcherOptions,
+  onEvent: (event: WatchEvent, file: string) => void,
+  onError: (err: Error) => void,
+): Promise<FSWatcher> {
+  const ignored = ignoredBy(opts, onError);
   const w = watch(
     opts.roots.map((r) => r.path),
     {
@@ -106,8 +118,7 @@ export function startWatcher(
       atomic: false,
       awaitWriteFinish: false,
       ignorePermissionErrors: false,
-      ignored: (p: string, stats?: Stats) =>
-        isIgnored(p, stats, opts) || (stats?.isDirectory() === true && repeated(path.resolve(p))) || refused(p, stats),
+      ignored,
     },
   );
   w.on('add', (p) => onEvent('add', path.resolve(p)));

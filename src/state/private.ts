@@ -3,19 +3,7 @@
  * nothing in it is written or read through a symlink (a link planted in place of `state.json.tmp`
  * or `alerts.jsonl` would otherwise make barwatch overwrite or append to the link's target).
  */
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  fchmodSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  statSync,
-  writeSync,
-  promises as fsp,
-} from 'node:fs';
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -48,14 +36,12 @@ export function makePrivateDirSync(dir: string): void {
   }
 }
 
-export async function makePrivateDir(dir: string): Promise<void> {
-  await fsp.mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  try {
-    const mode = narrowed((await fsp.stat(dir)).mode);
-    if (mode !== null) await fsp.chmod(dir, mode);
-  } catch {
-    // As above.
-  }
+/** makePrivateDirSync for async callers (a mkdir and a stat of a local folder: nothing to wait for); a failure rejects. */
+export function makePrivateDir(dir: string): Promise<void> {
+  return new Promise((resolve) => {
+    makePrivateDirSync(dir);
+    resolve();
+  });
 }
 
 /** Reads a file of the state folder as text; a symlink in its place is refused (ELOOP). */
