@@ -1,23 +1,19 @@
 /**
  * Ingest throughput: `barwatch analyze` (the whole process) on a generated 1,000,000-line
- * reward_history.jsonl (~150 bytes a line) and on a 1,000,000-line verl console log, against the
+ * reward_history.jsonl (~150 bytes a line) and on a 200,000-step verl console log (67 metrics a
+ * step, ~2,300 bytes a line, as verl writes them under Ray), against the
  * physical limit in Node measured in the same run (a bare loop that reads the file in chunks,
- * splits lines and JSON.parses each; for the text log, one regex per line) and against `jq -c .`
+ * splits lines and JSON.parses each; for the text log, every `key:value` of a step line into an
+ * object of numbers) and against `jq -c .`
  * where present. Several repetitions, median and spread.
  *
- *   node dist/bench/ingest.js [--lines N] [--reps R]
+ *   node dist/bench/ingest.js [--lines N] [--steps N] [--reps R]
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { appendLines, arg, bareLoop, BIN, jsonlLine, report, seconds, spread, type Spread } from './common.js';
-
-/** A verl console step line (Ray prefix, `key:value - ` pairs), about 230 bytes. */
-function verlLine(i: number): string {
-  const x = Math.sin(i * 0.37);
-  return `(main_task pid=2419) step:${i} - critic/score/mean:${(0.5 + 0.2 * x).toFixed(4)} - critic/score/max:1.0 - critic/rewards/mean:${(0.5 + 0.2 * x).toFixed(4)} - actor/entropy:0.61 - actor/pg_loss:-0.012 - response_length/mean:212.4 - timing_s/step:41.2\n`;
-}
+import { appendLines, arg, bareLoop, BIN, jsonlLine, report, seconds, spread, verlLine, type Spread } from './common.js';
 
 function analyzeSteps(dir: string): number {
   const out = spawnSync(process.execPath, [BIN, 'analyze', dir, '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 28 });
@@ -64,7 +60,7 @@ async function measure(
   ];
   const what = kind === 'jsonl' ? 'reward_history.jsonl' : 'verl console log';
   const rows = [
-    row(`${what}: bare loop (${kind === 'jsonl' ? 'JSON.parse' : 'one regex'} per line)`, b),
+    row(`${what}: bare loop (${kind === 'jsonl' ? 'JSON.parse per line' : 'every key:value of a step'})`, b),
     row(`${what}: barwatch analyze (whole process)`, spread(times['barwatch']!)),
   ];
   if (times['jq']!.length > 0) rows.push(row(`${what}: jq -c .`, spread(times['jq']!)));
@@ -73,14 +69,15 @@ async function measure(
 
 export async function main(): Promise<void> {
   const lines = arg('lines', 1_000_000);
+  const steps = arg('steps', 200_000);
   const reps = arg('reps', 3);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-'));
   try {
     const a = await measure('jsonl', lines, reps, dir);
-    const b = await measure('text', lines, reps, dir);
+    const b = await measure('text', steps, reps, dir);
     report(
       'ingest',
-      `Ingest of ${lines} lines, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
+      `Ingest of ${lines} JSONL lines and ${steps} verl steps, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
       ['reader', 'lines/s', 'MB/s', 'seconds', 'ratio to bare loop'],
       [...a.rows, ...b.rows],
       [a.data, b.data],

@@ -4,7 +4,7 @@ import { BarragSelectorDebugParser } from '../src/parsers/barrag-selector-debug.
 import { BarragGeneratorDebugParser } from '../src/parsers/barrag-generator-debug.js';
 import { classifyFile } from '../src/parsers/index.js';
 import { parseJsonLenient } from '../src/parsers/json.js';
-import { canonicalKey, Flattener, flattenValues, ShapedRecord } from '../src/parsers/keys.js';
+import { canonicalKey, Flattener, flattenValues, ListedRecord, ShapedRecord } from '../src/parsers/keys.js';
 import { RoundState } from '../src/runs/round.js';
 import { parsePythonLiteral } from '../src/parsers/pydict.js';
 import { RewardHistoryParser } from '../src/parsers/reward-history.js';
@@ -207,6 +207,55 @@ describe('train.log', () => {
     assert.equal(r.step, 120);
     assert.deepEqual(r.values, { 'critic/score/mean': 0.61, 'val-core/nq/acc/mean@1': 0.47, 'actor/lr': 1e-6, format: 0.7916666666666666 });
     assert.equal(p.format(), 'verl-console');
+  });
+
+  test('verl step lines of one shape are read through it, and any other line the long way, with the same values', () => {
+    const lines = [
+      'step:1 - critic/score/mean:0.5 - reward/format_reward/mean:0.9 - actor/lr:1e-06',
+      'step:2 - critic/score/mean:0.6 - reward/format_reward/mean:0.8 - actor/lr:1e-06',
+      'step:3 - critic/score/mean:nan - reward/format_reward/mean:0.8 - actor/lr:1e-06',
+      'step:4 - critic/score/mean:np.float64(0.7) - reward/format_reward/mean:-inf - actor/lr:+2',
+      'step:5 - critic/score/mean:0.7 - reward/format_reward/mean:0.8',
+      'step:6 - critic/score/mean:0.7 - reward/format_reward/mean:0.8 - extra:3 - ',
+      'step:7 - critic/score/mean:0.75 - reward/format_reward/mean:0.85 - extra:4',
+      'step:8 - critic/score/mean: 0.8 - reward/format_reward/mean:x - extra:5',
+      'step:9 - critic/score/mean:0.9 - reward/format_reward/mean:0.95 - extra:5 - gone',
+      'step:10 - critic/score/mean:0.9 - critic/score/mean:0.1',
+      'step:11 - critic/score/mean:0.9 - critic/score/mean:0.2',
+    ];
+    const expected = [
+      { 'critic/score/mean': 0.5, format: 0.9, 'actor/lr': 1e-6 },
+      { 'critic/score/mean': 0.6, format: 0.8, 'actor/lr': 1e-6 },
+      { 'critic/score/mean': NaN, format: 0.8, 'actor/lr': 1e-6 },
+      { 'critic/score/mean': 0.7, format: -Infinity, 'actor/lr': 2 },
+      { 'critic/score/mean': 0.7, format: 0.8 },
+      { 'critic/score/mean': 0.7, format: 0.8, extra: 3 },
+      { 'critic/score/mean': 0.75, format: 0.85, extra: 4 },
+      { 'critic/score/mean': 0.8, extra: 5 },
+      { 'critic/score/mean': 0.9, format: 0.95, extra: 5 },
+      { 'critic/score/mean': 0.1 },
+      { 'critic/score/mean': 0.2 },
+    ];
+    const p = new TextLogParser(opts);
+    const listed: number[] = [];
+    lines.forEach((line, i) => {
+      const r = metric(p.line(line));
+      assert.equal(r.step, i + 1);
+      assert.deepEqual({ ...r.values }, expected[i], line);
+      if (r instanceof ListedRecord) listed.push(i + 1);
+    });
+    // Step 2 repeats step 1's shape; step 7 repeats step 6's (its trailing separator is no part).
+    assert.deepEqual(listed, [2, 7]);
+    // The statistics read a listed record as they read its values.
+    const a = new RoundState('selector', 1, DEFAULTS.stats);
+    const b = new RoundState('selector', 1, DEFAULTS.stats);
+    for (const line of lines) {
+      const r = metric(new TextLogParser(opts).line(line));
+      const q = metric(p.line(line));
+      a.apply({ kind: 'metrics', step: r.step, values: r.values }, r.step!, 0, 'f');
+      b.apply(q, q.step!, 0, 'f');
+    }
+    assert.deepEqual(viaJson(b.toJSON()), viaJson(a.toJSON()));
   });
 
   test('a [time] prefix is stripped and kept as the record time', () => {

@@ -183,6 +183,32 @@ export class ShapedRecord implements MetricRecord {
 }
 
 /**
+ * A metric record as a list: the series names (shared by every record of the same shape) and one
+ * number per name. Text formats that repeat one line shape (verl's step lines) are read into it
+ * without an object of values per line; RoundState.apply reads the list.
+ */
+export class ListedRecord implements MetricRecord {
+  readonly kind = 'metrics';
+  declare time?: number;
+  private built: Record<string, number> | null = null;
+
+  constructor(
+    readonly step: number,
+    readonly names: readonly string[],
+    readonly nums: readonly number[],
+  ) {}
+
+  get values(): Record<string, number> {
+    if (this.built === null) {
+      const out: Record<string, number> = {};
+      for (let i = 0; i < this.names.length; i++) out[this.names[i]!] = this.nums[i]!;
+      this.built = out;
+    }
+    return this.built;
+  }
+}
+
+/**
  * flattenValues for a stream of records that mostly share one flat shape (a reward_history.jsonl
  * writes the same keys in the same order on every line): the shape of the last flat record is
  * kept, and a record with the same keys in the same order whose leaves are numbers is read

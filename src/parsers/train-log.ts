@@ -11,7 +11,7 @@ import { cleanLine } from './text.js';
 import { looksLikeTrlDict, parseTrlDict } from './trl-console.js';
 import type { FormatId, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions } from './types.js';
 import { NOTHING } from './types.js';
-import { looksLikeVerlConsole, parseVerlConsole } from './verl-console.js';
+import { looksLikeVerlConsole, VerlConsoleReader } from './verl-console.js';
 
 const NUM = String.raw`(?:np\.float64\()?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|NaN|-?inf|-?Infinity)\)?`;
 /** `key=value`, `key: value`, `key:value`; the key starts with a letter so times do not match. */
@@ -78,8 +78,11 @@ export class TextLogParser implements LineParser {
   private readonly seen: Record<Kind, number> = { 'verl-console': 0, openrlhf: 0, 'trl-console': 0, 'train-log': 0 };
   /** TRL entries have no step: they are numbered as they come. */
   private trlEntries = 0;
+  private readonly verl: VerlConsoleReader;
 
-  constructor(private readonly opts: ParserOptions) {}
+  constructor(private readonly opts: ParserOptions) {
+    this.verl = new VerlConsoleReader(opts.keyMap);
+  }
 
   format(): FormatId {
     let best: Kind = 'train-log';
@@ -123,7 +126,7 @@ export class TextLogParser implements LineParser {
     };
 
     if (looksLikeVerlConsole(text)) {
-      const r = parseVerlConsole(text, keyMap);
+      const r = this.verl.parse(text);
       if (r !== null) {
         if ('error' in r) return r;
         this.seen['verl-console']++;

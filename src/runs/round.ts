@@ -1,5 +1,5 @@
 /** One round of one role in one run (e.g. selector round 2): its steps and its series. */
-import { ShapedRecord } from '../parsers/keys.js';
+import { ListedRecord, ShapedRecord } from '../parsers/keys.js';
 import type { MetricRecord, Role } from '../parsers/types.js';
 import { SeriesStats, type SeriesJSON, type StatsOptions } from './series.js';
 import { History, type HistoryJSON } from '../stats/rolling.js';
@@ -101,6 +101,9 @@ export class RoundState {
         if (name === null || name === undefined) continue;
         fresh = this.add(at++, name, raw[key] as number, step, source, fresh);
       }
+    } else if (rec instanceof ListedRecord) {
+      const { names, nums } = rec;
+      for (; at < names.length; at++) fresh = this.add(at, names[at]!, nums[at]!, step, source, fresh);
     } else {
       const values = rec.values;
       for (const name in values) fresh = this.add(at++, name, values[name]!, step, source, fresh);
