@@ -6,6 +6,7 @@ import {
   createReadStream,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   readSync,
   statSync,
@@ -18,9 +19,19 @@ import { fileURLToPath } from 'node:url';
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(REPO, 'bin', 'barwatch.js');
 
-export function arg(name: string, fallback: number): number {
+/** `--quick` (also `npm run bench -- --quick`): every benchmark at a size that takes about a minute in all. */
+export const QUICK = process.argv.includes('--quick');
+
+/** The number after `--name`, else `fallback` (or `quick` under --quick). */
+export function arg(name: string, fallback: number, quick = fallback): number {
   const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? fallback : Number(process.argv[i + 1]);
+  return i === -1 ? (QUICK ? quick : fallback) : Number(process.argv[i + 1]);
+}
+
+/** The text after `--name`, or null. */
+export function textArg(name: string): string | null {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? null : (process.argv[i + 1] ?? null);
 }
 
 export interface Spread {
@@ -62,6 +73,22 @@ export function usage(pid: number): { cpu: number; rss: number } {
   return { cpu: ticks / 100, rss };
 }
 
+/**
+ * CPU time of a process in seconds, all its threads, to the nanosecond (/proc/<pid>/task/<tid>/schedstat):
+ * `usage` counts 10 ms ticks, too coarse for a few percent of a core over seconds.
+ */
+export function cpuTime(pid: number): number {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return ns / 1e9;
+}
+
 /** `barwatch watch` as a child, with its JSON status lines. */
 export class Watcher {
   readonly child: ChildProcess;
@@ -70,10 +97,11 @@ export class Watcher {
   port: number | null = null;
   private rest = '';
 
-  constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
+  /** `bin`: another build's bin/barwatch.js, for an A/B against it (bench/follow.ts --base). */
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}, bin = BIN) {
     // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemon under the benchmark.
     const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-    this.child = spawn(process.execPath, [...nodeArgs, BIN, 'watch', ...args], {
+    this.child = spawn(process.execPath, [...nodeArgs, bin, 'watch', ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, ...env },
     });

@@ -20,8 +20,8 @@ import { arg, noiseLine, report } from './common.js';
 
 async function measure(): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc!;
-  const runs = arg('runs', 100);
-  const records = arg('records', 5_000_000);
+  const runs = arg('runs', 100, 20);
+  const records = arg('records', 5_000_000, 500_000);
   const chunk = 1000;
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-heap-'));
   try {

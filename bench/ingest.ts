@@ -68,9 +68,9 @@ async function measure(
 }
 
 export async function main(): Promise<void> {
-  const lines = arg('lines', 1_000_000);
-  const steps = arg('steps', 200_000);
-  const reps = arg('reps', 3);
+  const lines = arg('lines', 1_000_000, 100_000);
+  const steps = arg('steps', 200_000, 20_000);
+  const reps = arg('reps', 3, 1);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-'));
   try {
     const a = await measure('jsonl', lines, reps, dir);

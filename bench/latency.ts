@@ -82,7 +82,7 @@ async function measure(
 }
 
 export async function main(): Promise<void> {
-  const n = arg('appends', 1000);
+  const n = arg('appends', 1000, 200);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-latency-'));
   const rx = await receiver();
   try {

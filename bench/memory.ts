@@ -13,9 +13,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { appendLines, arg, bareLoop, noiseLine, report, seconds, usage, Watcher } from './common.js';
 
 export async function main(): Promise<void> {
-  const runs = arg('runs', 100);
+  const runs = arg('runs', 100, 20);
   const first = arg('first', 10_000);
-  const total = arg('total', 100_000);
+  const total = arg('total', 100_000, 50_000);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-memory-'));
   try {
     const files = Array.from({ length: runs }, (_, r) => {

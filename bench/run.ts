@@ -1,9 +1,11 @@
 /**
  * `npm run bench`: every benchmark in turn, each printing its table and writing
- * bench/results/<name>.json (about 9.5 minutes on the slow 2-core machine of 2026-12-01). One benchmark: node dist/bench/<name>.js
+ * bench/results/<name>.json. `npm run bench -- --quick`: each at a small size, about a minute in
+ * all (a look, not a result). One benchmark: node dist/bench/<name>.js [--quick]. Not here:
+ * bench/scale.ts (2,000 runs) and bench/steady.ts (10 minutes), reported in BENCHMARKS.md.
  */
 const t0 = Date.now();
-for (const name of ['ingest', 'latency', 'idle', 'memory', 'heap', 'web', 'tfevents']) {
+for (const name of ['ingest', 'follow', 'latency', 'idle', 'memory', 'heap', 'web', 'tfevents']) {
   const t = Date.now();
   const m = (await import(`./${name}.js`)) as { main: () => Promise<void> };
   await m.main();

@@ -27,7 +27,7 @@ function median(xs: number[]): number {
 }
 
 export function main(): Promise<void> {
-  const events = arg('--events', 600_000);
+  const events = arg('events', 600_000, 60_000);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-tb-'));
   try {
     const tb = path.join(dir, 'run', 'outputs', 'selector_round1', 'tensorboard');
