@@ -166,6 +166,12 @@ describe('faults: bad input, written while the daemon runs', () => {
     await waitRecords(d, state, file('renamed'), 10);
     await w.do({ op: 'rename', from: file('renamed'), to: `${file('renamed')}.1` });
     await w.do({ op: 'append', file: file('renamed'), text: goods(11, 20) });
+    // Replaced whole: the next file written under another name, then renamed over this one (no
+    // change event ever comes for the new file under this name).
+    await w.do({ op: 'append', file: file('replaced'), text: goods(1, 10) });
+    await waitRecords(d, state, file('replaced'), 10);
+    await w.do({ op: 'append', file: `${file('replaced')}.tmp`, text: goods(11, 20) });
+    await w.do({ op: 'rename', from: `${file('replaced')}.tmp`, to: file('replaced') });
     // Deleted and recreated.
     await w.do({ op: 'append', file: file('recreated'), text: goods(1, 10) });
     await waitRecords(d, state, file('recreated'), 10);
@@ -193,6 +199,7 @@ describe('faults: bad input, written while the daemon runs', () => {
       cut: { records: 9, malformed: 1 },
       copytruncate: { records: 20 },
       renamed: { records: 20 },
+      replaced: { records: 20 },
       recreated: { records: 15 },
       denied: { records: 10 },
     };
@@ -223,13 +230,14 @@ describe('faults: bad input, written while the daemon runs', () => {
     once('binary', 'malformed');
     once('cut', 'malformed');
     if (canDeny) once('denied', 'EACCES');
-    for (const name of ['numbers', 'utf8', 'crlf', 'copytruncate', 'renamed', 'recreated'])
+    for (const name of ['numbers', 'utf8', 'crlf', 'copytruncate', 'renamed', 'replaced', 'recreated'])
       assert.deepEqual(complaints(d.logs, file(name)), [], name);
     const said = (name: string): string[] =>
       d.logs.filter((l) => l['file'] === file(name) && l['problem'] !== undefined).map((l) => l['problem'] as string);
     assert.deepEqual(said('copytruncate'), ['truncated']);
     // Seen either as a rotation, or (when the new file comes after the daemon looked) as removed, then new.
     assert.ok(said('renamed').length <= 1 && said('renamed').every((p) => p === 'rotated'), said('renamed').join());
+    assert.deepEqual(said('replaced'), ['rotated']);
     if (canDeny) assert.equal(d.logs.filter((l) => l['file'] === denied && l.msg === 'file readable again').length, 1);
     // Nonfinite values are counted, not averaged; -0 and "0.25" are numbers.
     const series = (name: string) => s.runs.find((x) => x.id === path.join(runs, name))!.rounds[0]!.series;

@@ -132,13 +132,18 @@ describe('tailer edge cases', () => {
     await t.close();
   });
 
-  for (const sync of [false, true])
-    test(`truncation (copytruncate) and regrowth past the old offset are both noticed (${sync ? 'synchronous' : 'asynchronous'} reads)`, async () => {
+  const modes = [
+    { name: 'asynchronous reads', sync: false, trustEvents: false },
+    { name: 'synchronous reads', sync: true, trustEvents: false },
+    { name: 'synchronous reads without a stat of the path', sync: true, trustEvents: true },
+  ];
+  for (const { name, sync, trustEvents } of modes)
+    test(`truncation (copytruncate) and regrowth past the old offset are both noticed (${name})`, async () => {
       const dir = tempDir();
       const file = path.join(dir, 'train.log');
       writeFileSync(file, 'step=1 a=1\nstep=2 a=2\n');
       const notes: string[] = [];
-      const t = new FileTailer(file, { ...DEFAULTS.tail, sync }, null, {
+      const t = new FileTailer(file, { ...DEFAULTS.tail, sync, trustEvents }, null, {
         truncated: ({ rewritten }) => notes.push(rewritten ? 'rewritten' : 'truncated'),
         rotated: ({ reason }) => notes.push(reason),
       });
@@ -168,6 +173,36 @@ describe('tailer edge cases', () => {
       assert.deepEqual(notes, ['truncated', 'rewritten', 'rewritten']);
       await t.close();
     });
+
+  test('trusting the watcher: an open file is read on without a stat until its name is said to have changed', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'train.log');
+    writeFileSync(file, 'a\n');
+    const notes: string[] = [];
+    const t = new FileTailer(file, { ...DEFAULTS.tail, sync: true, trustEvents: true }, null, {
+      truncated: () => notes.push('truncated'),
+      rotated: ({ reason }) => notes.push(reason),
+    });
+    const out: string[] = [];
+    await readAll(t, out);
+    // Rotated by rename: the writer's last line lands in the old file, a new file takes the name.
+    renameSync(file, `${file}.1`);
+    appendFileSync(`${file}.1`, 'b\n');
+    writeFileSync(file, 'c\n');
+    // No rename reported yet: the open descriptor is read on, the path is not looked at.
+    await readAll(t, out);
+    assert.deepEqual(out, ['a', 'b']);
+    assert.deepEqual(notes, []);
+    // The folder watcher reports the rename: the path is stat'ed, the new file read from its start.
+    t.suspectPath();
+    await readAll(t, out);
+    assert.deepEqual(out, ['a', 'b', 'c']);
+    assert.deepEqual(notes, ['inode']);
+    appendFileSync(file, 'd\n');
+    await readAll(t, out);
+    assert.deepEqual(out, ['a', 'b', 'c', 'd']);
+    await t.close();
+  });
 
   test('a file deleted and recreated is read from the start; a vanished file reports gone', async () => {
     const dir = tempDir();

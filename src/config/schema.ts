@@ -30,7 +30,7 @@ const watch = z.strictObject({
   /** How often the daemon logs its one-line status. */
   status_interval: boundedDuration('100ms').default('60s'),
   /** How often offsets and statistics are saved. */
-  checkpoint_interval: boundedDuration('100ms', '1h').default('5s'),
+  checkpoint_interval: boundedDuration('100ms', '1h').default('30s'),
   /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
   sweep_interval: boundedDuration('100ms').default('30s'),
   /** Which symlinks under a root are followed: inside (targets inside a root), all, none. */

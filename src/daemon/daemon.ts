@@ -3,6 +3,7 @@
  * parts do the work: the read path (pipeline/), the read queue, the state saver, the detector
  * engine, alerting and its channels, the HTTP endpoints and the nightly summary.
  */
+import { promises as fsp } from 'node:fs';
 import type { ScheduledTask } from 'node-cron';
 import { Alerting } from '../alerting/service.js';
 import type { Config } from '../config/load.js';
@@ -91,6 +92,12 @@ export class Daemon {
   private reach: Reach | null = null;
   /** A walk of the roots under way (see lookForMissed). */
   private looking: Promise<void> | null = null;
+  /**
+   * chokidar drops a file's change events for 50 ms after one it emits, so each event also asks
+   * for one more read a little later (ReadQueue.recheck). The folder watcher reports every
+   * inotify event and needs none: an append after a read raises its own event.
+   */
+  private recheckEvents = false;
 
   constructor(private opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
@@ -107,6 +114,15 @@ export class Daemon {
       gone: async (file) => {
         this.log.info({ file }, 'file removed; stopped following it');
         await this.pipeline!.untrack(file);
+        // A new file may have taken the name while the old one was closed (a rotation read between
+        // the rename and the creation): its events came while the old one was still followed.
+        if (
+          await fsp.stat(file).then(
+            (st) => st.isFile(),
+            () => false,
+          )
+        )
+          this.onEvent('add', file);
       },
       now: this.now,
     });
@@ -151,11 +167,13 @@ export class Daemon {
     this.alerting = this.buildAlerting(config);
     await this.alerting.init(loaded?.alerting);
     if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
+    const local = !config.watch.poll && FOLLOW === '';
     this.pipeline = new Pipeline(
       {
         parser: config.parser,
-        // Local folders are read with synchronous calls; polled ones (NFS) are not (sources/tailer.ts).
-        tail: { ...config.tail, sync: !config.watch.poll && FOLLOW === '' },
+        // Local folders are read with synchronous calls, and the folder watcher's events spare the
+        // stat of a path before each read; polled ones (NFS) are not (sources/tailer.ts).
+        tail: { ...config.tail, sync: local, trustEvents: local },
         stats: config.stats,
         now: this.now,
         log: this.log,
@@ -202,6 +220,7 @@ export class Daemon {
       if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
     };
     const chokidar = watch.poll || FOLLOW === 'chokidar';
+    this.recheckEvents = chokidar;
     return chokidar ? startWatcher(options, onEvent, onError) : startTreeWatcher(options, onEvent, onError);
   }
 
@@ -214,6 +233,7 @@ export class Daemon {
   private onEvent(event: WatchEvent, file: string): void {
     const p = this.pipeline;
     if (p === null || this.stopping) return;
+    if (event === 'renamed') p.sources.get(file)?.suspectPath();
     if (!p.has(file)) {
       if (event === 'unlink') return;
       const kind = classifyFile(file);
@@ -221,7 +241,7 @@ export class Daemon {
       p.track(file, kind, placeFile(file, kind));
     }
     this.queue.schedule(file);
-    this.queue.recheck(file);
+    if (this.recheckEvents) this.queue.recheck(file);
   }
 
   /** Re-reads every followed file (a missed event costs at most one sweep), closes idle debug-log steps, runs time-based detectors. */
@@ -236,6 +256,8 @@ export class Daemon {
           src.lastData = null;
         }
       }
+      // A missed rename costs at most one sweep too: every path is looked at again.
+      src.suspectPath();
       this.queue.schedule(file);
     }
     for (const run of p.registry.all()) {

@@ -130,6 +130,11 @@ export class FileSource {
   }
 
   /** Reads what is new. 'more' means the read budget ran out and the file has more to give. */
+  /** The watcher saw this file's name change: the next read stats the path (FileTailer.suspectPath). */
+  suspectPath(): void {
+    this.tailer?.suspectPath();
+  }
+
   async poll(sink: Sink, now: number): Promise<ReadOutcome> {
     if (this.tailer !== null) {
       return this.tailer.read((lines, endOffset) => this.applyLines(lines, endOffset, sink, now));

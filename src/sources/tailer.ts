@@ -34,6 +34,13 @@ export interface TailOptions {
    * slow or network file system (watch.poll).
    */
   sync?: boolean;
+  /**
+   * The watcher reports every rename, creation and removal of the file's name (the folder
+   * watcher; not chokidar or polling): with `sync`, a read of a file already open skips the stat
+   * of its path until FileTailer.suspectPath says the name changed. A truncation or a rewrite
+   * still shows, in the bytes read again before the new ones.
+   */
+  trustEvents?: boolean;
   /** Bytes read per poll before yielding to other files (default 16 MiB). */
   maxBytesPerRead?: number;
 }
@@ -105,6 +112,8 @@ export class FileTailer {
    */
   private readonly tail = Buffer.alloc(TAIL_BYTES);
   private tailLen = 0;
+  /** Whether the path must be stat'ed at the next read (always, unless opts.trustEvents). */
+  private pathSuspect = true;
   private saved: TailCheckpoint | null;
 
   constructor(
@@ -121,8 +130,19 @@ export class FileTailer {
     return { dev: this.dev, ino: this.ino, offset: this.offset, fp: this.fp, fpLen: this.fpLen };
   }
 
+  /** The watcher saw the file's name renamed, created or removed: the next read looks at the path again. */
+  suspectPath(): void {
+    this.pathSuspect = true;
+  }
+
   /** Reads what is new and hands it over. Throws on I/O errors other than a vanished file. */
   async read(deliver: Deliver): Promise<ReadOutcome> {
+    const budget = this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ;
+    if (this.opts.trustEvents === true && this.opts.sync === true && !this.pathSuspect && this.fh !== null && this.tailLen > 0) {
+      // The name still leads to the open file: read on from the descriptor, no stat. A shorter
+      // file or changed bytes before readPos show in the verified read.
+      return this.settle(await this.readFrom(deliver, budget, Infinity, true), deliver, budget, Infinity);
+    }
     let st: Stats;
     try {
       st = this.opts.sync === true ? statSync(this.file) : await fsp.stat(this.file);
@@ -136,6 +156,7 @@ export class FileTailer {
       return 'gone';
     }
     if (!st.isFile()) throw Object.assign(new Error(`not a regular file: ${this.file}`), { code: 'ENOTFILE' });
+    this.pathSuspect = false;
 
     if (this.fh === null) {
       await this.open(deliver);
@@ -147,7 +168,7 @@ export class FileTailer {
       this.notices.truncated?.({ from: this.readPos, rewritten: false });
       this.reset();
     } else if (st.size === this.readPos) {
-      // Nothing new: no read at all (re-checks and sweeps of idle files cost one stat).
+      // Nothing new: no read at all (sweeps of idle files cost one stat).
       return 'idle';
     } else if (this.tailLen === 0 && this.fp !== null && !(await this.sameFirstLine())) {
       // Cut and rewritten past the old end (copytruncate, then fast regrowth): with no bytes of
@@ -155,13 +176,21 @@ export class FileTailer {
       this.notices.truncated?.({ from: this.readPos, rewritten: true });
       this.reset();
     }
-    const budget = this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ;
-    const outcome = await this.readFrom(deliver, budget, st.size, true);
-    if (outcome !== 'rewritten') return outcome;
-    this.notices.truncated?.({ from: this.readPos, rewritten: true });
+    return this.settle(await this.readFrom(deliver, budget, st.size, true), deliver, budget, st.size);
+  }
+
+  /** After a verified read: a file found cut ('truncated') or rewritten is read again from the start. */
+  private async settle(
+    outcome: ReadOutcome | 'truncated' | 'rewritten',
+    deliver: Deliver,
+    budget: number,
+    size: number,
+  ): Promise<ReadOutcome> {
+    if (outcome !== 'truncated' && outcome !== 'rewritten') return outcome;
+    this.notices.truncated?.({ from: this.readPos, rewritten: outcome === 'rewritten' });
     this.reset();
-    // From the start again, with nothing to compare: 'rewritten' cannot come back.
-    return (await this.readFrom(deliver, budget, st.size)) as ReadOutcome;
+    // From the start again, with nothing to compare: neither can come back.
+    return (await this.readFrom(deliver, budget, size)) as ReadOutcome;
   }
 
   async close(): Promise<void> {
@@ -261,10 +290,16 @@ export class FileTailer {
   }
 
   /**
-   * Reads from readPos; `size` (from stat) spares the final empty read. With `verify`, the first
-   * read starts at the kept tail and answers 'rewritten' when those bytes changed.
+   * Reads from readPos; `size` (from stat) spares the final empty read, and without one a short
+   * read is the end. With `verify`, the first read starts at the kept tail and answers
+   * 'truncated' when the file no longer reaches readPos, 'rewritten' when those bytes changed.
    */
-  private async readFrom(deliver: Deliver, budget: number, size = Infinity, verify = false): Promise<ReadOutcome | 'rewritten'> {
+  private async readFrom(
+    deliver: Deliver,
+    budget: number,
+    size = Infinity,
+    verify = false,
+  ): Promise<ReadOutcome | 'truncated' | 'rewritten'> {
     const fh = this.fh;
     if (fh === null) return 'idle';
     const buf = takeChunk(this.opts.chunkBytes ?? CHUNK_BYTES);
@@ -276,7 +311,8 @@ export class FileTailer {
         const at = this.readPos - check;
         const got = this.opts.sync === true ? readSync(fh.fd, buf, 0, buf.length, at) : (await fh.read(buf, 0, buf.length, at)).bytesRead;
         if (check > 0) {
-          if (got < check || buf.compare(this.tail, 0, check, 0, check) !== 0) return 'rewritten';
+          if (got < check) return 'truncated';
+          if (buf.compare(this.tail, 0, check, 0, check) !== 0) return 'rewritten';
         }
         const bytesRead = got - check;
         if (bytesRead <= 0) return 'idle';
@@ -287,6 +323,8 @@ export class FileTailer {
         this.consume(check > 0 ? buf.subarray(check, got) : buf, bytesRead, base, deliver);
         check = 0;
         if (readThisCall >= budget) return 'more';
+        // A regular file reads short only at its end.
+        if (size === Infinity && got < buf.length) return 'idle';
       }
     } finally {
       giveChunk(buf);

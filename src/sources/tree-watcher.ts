@@ -2,7 +2,8 @@
  * Following local folders without chokidar: one fs.watch (inotify) per folder, no watcher per file.
  * A folder's watch reports both its entries coming and going ('rename': the folder is listed again
  * and the difference reported as add and unlink) and the files in it growing ('change' of a file
- * already followed: reported as it is, with no listing and no stat). chokidar re-listed a folder
+ * already followed: reported as it is, with no listing and no stat; a 'rename' of a followed
+ * name is reported as 'renamed', so its reader stats the path again). chokidar re-listed a folder
  * and stat'ed its entries after every append to any file in it, and kept a second watch on each
  * file; at 4,000 appends a second that was most of barwatch's cost (BENCHMARKS.md, issue 20).
  * Polling (`watch.poll`, for NFS) stays with chokidar (watcher.ts).
@@ -135,12 +136,13 @@ export async function startTreeWatcher(
     try {
       f.watch = fsWatch(dir, { persistent: true }, (type, name) => {
         if (closed) return;
-        if (type === 'change' && name !== null) {
+        if (name !== null) {
           const file = path.join(dir, name);
-          // The hot path: an append to a file followed here.
           if (f.files.has(file)) {
-            onEvent('change', file);
-            return;
+            // The hot path: an append to a file followed here.
+            if (type === 'change') return onEvent('change', file);
+            // Its name was moved, replaced or removed: the reader looks at the path again.
+            onEvent('renamed', file);
           }
         }
         void scan(dir);

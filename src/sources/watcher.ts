@@ -28,7 +28,11 @@ export interface WatcherOptions {
   reach: Reach;
 }
 
-export type WatchEvent = 'add' | 'change' | 'unlink';
+/**
+ * What a watcher reports of a file. 'renamed' (the folder watcher only): the file's name was
+ * renamed, created or removed in its folder, so it may now lead to another file or none.
+ */
+export type WatchEvent = 'add' | 'change' | 'unlink' | 'renamed';
 
 export function isIgnored(p: string, stats: Stats | undefined, opts: WatcherOptions): boolean {
   const abs = path.resolve(p);
