@@ -7,7 +7,7 @@
  * barwatch idles for S seconds (60, as the issue asks), from 70 s after its catch-up; the bare
  * reader S/3 (its cost is steady, and the benchmark suite has to fit 10 minutes on 2 cores).
  *
- *   node dist/bench/idle.js [--runs N] [--seconds S]
+ *   node dist/bench/idle.js [--runs N] [--seconds S] [--base DIR]
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { arg, cpuTime, followNewBytes, QUICK, report, RUN_FILES, runTree, usage, Watcher } from './common.js';
+import { arg, cpuTime, followNewBytes, QUICK, report, RUN_FILES, runTree, textArg, usage, Watcher } from './common.js';
 
 function bareReader(files: string[]): void {
   let lines = 0;
@@ -40,13 +40,21 @@ export async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-idle-'));
   try {
     const { all, cfg } = runTree(dir, runs);
-    const w = new Watcher([path.join(dir, 'runs'), '--config', cfg]);
-    await w.until(all.length);
-    // The start-up settles: about a minute after start V8 shrinks the heap grown while starting
-    // (RSS 179 -> 116 MB; 3% of a core for 20 s, main thread and GC workers), once: not idle cost.
-    await sleep(SETTLE_MS);
-    const idle = await sample(w.child.pid!, seconds);
-    await w.stop();
+    const idleOf = async (bin?: string): Promise<{ cpuPct: number; rssStart: number; rssEnd: number }> => {
+      rmSync(path.join(dir, 'state'), { recursive: true, force: true });
+      const w = new Watcher([path.join(dir, 'runs'), '--config', cfg], {}, bin);
+      await w.until(all.length);
+      // The start-up settles: about a minute after start V8 shrinks the heap grown while starting
+      // (RSS 179 -> 116 MB; 3% of a core for 20 s, main thread and GC workers), once: not idle cost.
+      await sleep(SETTLE_MS);
+      const s = await sample(w.child.pid!, seconds);
+      await w.stop();
+      return s;
+    };
+    const idle = await idleOf();
+    // --base DIR: the same for another build (an A/B of a change).
+    const base = textArg('base');
+    const baseIdle = base === null ? null : await idleOf(path.join(base, 'bin', 'barwatch.js'));
 
     const bare: ChildProcess = fork(fileURLToPath(import.meta.url), ['--bare-reader', ...all]);
     await new Promise((resolve) => bare.once('message', resolve));
@@ -65,8 +73,8 @@ export async function main(): Promise<void> {
       'idle',
       `Cost of watching ${runs} runs x ${RUN_FILES.length} files (${all.length} files) with nothing written: barwatch ${seconds} s from ${SETTLE_MS / 1000} s after its catch-up; bare reader ${third} s (CPU in % of one core, RSS in MB)`,
       ['process', 'CPU %', 'RSS MB'],
-      [row('barwatch watch', idle), row('bare fs.watch reader', bareIdle)],
-      { runs, files: all.length, seconds, settleSeconds: SETTLE_MS / 1000, bareSeconds: third, idle, bareIdle },
+      [row('barwatch watch', idle), ...(baseIdle === null ? [] : [row(`base (${base})`, baseIdle)]), row('bare fs.watch reader', bareIdle)],
+      { runs, files: all.length, seconds, settleSeconds: SETTLE_MS / 1000, bareSeconds: third, idle, baseIdle, bareIdle },
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

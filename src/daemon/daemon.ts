@@ -264,7 +264,8 @@ export class Daemon {
       const t = this.engine.evaluate(run, p.detectContext(), true);
       if (t.length > 0) this.onTransitions(t);
     }
-    // The folder watcher lists every folder it follows again; chokidar's missed files are found by a walk.
+    // The folder watcher looks for roots it waits for (and lists every folder again at one sweep in
+    // ten, against a lost inotify event); chokidar's missed files are found by a walk.
     const w = this.watcher;
     this.looking ??= (w?.rescan !== undefined ? w.rescan() : this.lookForMissed()).finally(() => (this.looking = null));
   }

@@ -14,6 +14,8 @@ import { classifyFile } from '../parsers/index.js';
 import { ignoredBy, type WatcherOptions, type WatchEvent } from './watcher.js';
 
 const ROOT_WAIT_MS = 500;
+/** Every folder is listed again at one rescan (the daemon's sweep) in this many. */
+const RELIST_EVERY = 10;
 
 interface Folder {
   watch: FSWatcher | null;
@@ -26,7 +28,7 @@ interface Folder {
 }
 
 export interface Following {
-  /** Looks again at roots that did not exist and folders that could not be listed (the daemon's sweep). */
+  /** Looks again at roots that did not exist, and now and then lists every folder again (the daemon's sweep). */
   rescan(): Promise<void>;
   close(): Promise<void>;
 }
@@ -191,9 +193,13 @@ export async function startTreeWatcher(
     }, ROOT_WAIT_MS);
     // Not unref'd: like a folder's watch, waiting for a root keeps the daemon alive.
   }
+  // inotify reports every entry that comes or goes, unless its queue overflows (a burst of
+  // thousands of events; Node does not say so): every folder is listed again now and then.
+  let rescans = 0;
   return {
     async rescan() {
       await start();
+      if (rescans++ % RELIST_EVERY !== 0) return;
       await Promise.all([...folders.keys()].map((d) => scan(d)));
     },
     close() {
