@@ -40,6 +40,13 @@ export interface Spread {
   max: number;
 }
 
+/** The median; the mean of the middle two when `xs` has an even length. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 export function spread(xs: number[]): Spread {
   const s = [...xs].sort((a, b) => a - b);
   return { median: s[Math.floor(s.length / 2)]!, min: s[0]!, max: s[s.length - 1]! };

@@ -4,8 +4,8 @@
  * and then every 50 ms (4,000 lines/s, a stress), against a bare follower of the same files
  * measured in the same run (fs.watch on each file, read the new bytes, split lines, JSON.parse
  * each: the least any follower must do). CPU is the time of all threads from /proc/<pid>/task/*
- * /schedstat. Kinds interleave, `rounds` times; the higher of the rounds is reported (a slow
- * phase of the machine shows in both kinds of a round). Issue 20's target: barwatch <= 3x the
+ * /schedstat. Kinds interleave, `rounds` times; the median of the rounds is reported (the mean
+ * of the middle two when even). Issue 20's target: barwatch <= 3x the
  * bare follower at both paces.
  *
  *   node dist/bench/follow.js [--runs N] [--seconds S] [--rounds R] [--base DIR] [--ab]
@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { arg, cpuTime, followNewBytes, jsonlLine, report, RUN_FILES, runTree, textArg, Watcher } from './common.js';
+import { arg, cpuTime, followNewBytes, jsonlLine, median, report, RUN_FILES, runTree, textArg, Watcher } from './common.js';
 
 /** After the catch-up, before measuring: the daemon's start-up work is done. */
 const SETTLE_MS = 10_000;
@@ -115,11 +115,10 @@ export async function main(): Promise<void> {
         await stop();
       }
     }
-    const high = (xs: number[]): number => Math.max(...xs);
-    const bare = (ms: number): number => high(samples['bare follower']![ms]!);
+    const bare = (ms: number): number => median(samples['bare follower']![ms]!);
     report(
       'follow',
-      `Following ${runs} runs x ${RUN_FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s a pace, the higher of ${rounds} interleaved rounds; CPU in % of one core; ratio to the bare follower, target <= 3)`,
+      `Following ${runs} runs x ${RUN_FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s a pace, the median of ${rounds} interleaved rounds; CPU in % of one core; ratio to the bare follower, target <= 3)`,
       [
         'follower',
         ...PACES.map((ms) => `${Math.round((runs * 1000) / ms)} lines/s: CPU %`),
@@ -127,8 +126,8 @@ export async function main(): Promise<void> {
       ],
       list.map((k) => [
         k.name,
-        ...PACES.map((ms) => `${high(samples[k.name]![ms]!).toFixed(2)} (${samples[k.name]![ms]!.map((x) => x.toFixed(2)).join(', ')})`),
-        ...PACES.map((ms) => (high(samples[k.name]![ms]!) / bare(ms)).toFixed(2)),
+        ...PACES.map((ms) => `${median(samples[k.name]![ms]!).toFixed(2)} (${samples[k.name]![ms]!.map((x) => x.toFixed(2)).join(', ')})`),
+        ...PACES.map((ms) => (median(samples[k.name]![ms]!) / bare(ms)).toFixed(2)),
       ]),
       { runs, seconds, rounds, samples },
     );

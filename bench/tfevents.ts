@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { frames } from '../src/parsers/tfrecord.js';
 import { scalarEvent } from '../test/helpers/tfevents-writer.js';
-import { arg, BIN, report } from './common.js';
+import { arg, BIN, median, report } from './common.js';
 
 const TAGS = ['reward/boundary', 'reward/relevance', 'reward/format', 'reward/count', 'accuracy', 'critic/score/mean'];
 
@@ -19,11 +19,6 @@ function bareLoop(file: string): number {
   let n = 0;
   for (let at = 0; at + 12 <= buf.length; n++) at += 12 + Number(buf.readBigUInt64LE(at)) + 4;
   return n;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 export function main(): Promise<void> {
