@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(REPO, 'bin', 'barwatch.js');
 
-/** `--quick` (also `npm run bench -- --quick`): every benchmark at a size that takes about a minute in all. */
+/** `--quick` (also `npm run bench -- --quick`): every benchmark at a small size (about 100 s in all on 2 cores). */
 export const QUICK = process.argv.includes('--quick');
 
 /** The number after `--name`, else `fallback` (or `quick` under --quick). */

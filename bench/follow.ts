@@ -20,10 +20,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { arg, cpuTime, followNewBytes, jsonlLine, median, report, RUN_FILES, runTree, textArg, Watcher } from './common.js';
+import { arg, cpuTime, followNewBytes, jsonlLine, median, QUICK, report, RUN_FILES, runTree, textArg, Watcher } from './common.js';
 
 /** After the catch-up, before measuring: the daemon's start-up work is done. */
-const SETTLE_MS = 10_000;
+const SETTLE_MS = QUICK ? 3_000 : 10_000;
 
 function bareFollower(files: string[]): void {
   const parsed = { lines: 0 };
@@ -81,7 +81,7 @@ const PACES = [1000, 50];
 
 export async function main(): Promise<void> {
   const runs = arg('runs', 200, 100);
-  const seconds = arg('seconds', 12, 5);
+  const seconds = arg('seconds', 12, 4);
   const rounds = arg('rounds', 2, 1);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-follow-'));
   try {

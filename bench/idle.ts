@@ -32,11 +32,11 @@ async function sample(pid: number, seconds: number): Promise<{ cpuPct: number; r
 }
 
 /** Wait after the catch-up before the idle phase (see main). */
-const SETTLE_MS = QUICK ? 15_000 : 70_000;
+const SETTLE_MS = QUICK ? 8_000 : 70_000;
 
 export async function main(): Promise<void> {
   const runs = arg('runs', 200, 100);
-  const seconds = arg('seconds', 60, 10);
+  const seconds = arg('seconds', 60, 6);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-idle-'));
   try {
     const { all, cfg } = runTree(dir, runs);

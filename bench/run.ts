@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark in turn, each printing its table and writing
- * bench/results/<name>.json. `npm run bench -- --quick`: each at a small size, about a minute in
+ * bench/results/<name>.json. `npm run bench -- --quick`: each at a small size, about 100 s in
  * all (a look, not a result). One benchmark: node dist/bench/<name>.js [--quick]. Not here:
  * bench/scale.ts (2,000 runs) and bench/steady.ts (10 minutes), reported in BENCHMARKS.md.
  */

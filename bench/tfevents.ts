@@ -1,14 +1,17 @@
 /**
  * Reading TensorBoard event files: `barwatch analyze` of one event file against a bare framing
- * loop in the same run (read the file, walk the frames by their lengths, no CRC, no decoding) and
- * against barwatch's own framing with CRC32C but no decoding. `node dist/bench/tfevents.js
+ * loop in the same run (read the file, walk the frames by their lengths, no CRC, no decoding),
+ * against barwatch's own framing with CRC32C but no decoding, and against its framing and
+ * decoding into metric records in process (no start-up, no statistics). `node dist/bench/tfevents.js
  * [--events 600000]`.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { TfEventsDecoder } from '../src/parsers/tfevents.js';
 import { frames } from '../src/parsers/tfrecord.js';
+import { DEFAULTS } from '../test/helpers/defaults.js';
 import { scalarEvent } from '../test/helpers/tfevents-writer.js';
 import { arg, BIN, median, report } from './common.js';
 
@@ -36,6 +39,7 @@ export function main(): Promise<void> {
     writeFileSync(file, Buffer.concat(parts));
     const bare: number[] = [];
     const framed: number[] = [];
+    const decoded: number[] = [];
     const analyze: number[] = [];
     for (let k = 0; k < 3; k++) {
       let t = performance.now();
@@ -44,6 +48,10 @@ export function main(): Promise<void> {
       t = performance.now();
       frames(readFileSync(file));
       framed.push((performance.now() - t) / 1000);
+      t = performance.now();
+      const metrics = new TfEventsDecoder(DEFAULTS.parser).decode(frames(readFileSync(file)).records);
+      decoded.push((performance.now() - t) / 1000);
+      if (metrics.length !== Math.ceil(events / TAGS.length)) throw new Error(`decoded ${metrics.length} steps`);
       t = performance.now();
       const r = spawnSync(process.execPath, [BIN, 'analyze', path.join(dir, 'run'), '--format', 'json'], { maxBuffer: 1 << 26 });
       if (r.status !== 0 && r.status !== 1) throw new Error(`analyze failed: ${r.stderr.toString()}`);
@@ -58,6 +66,12 @@ export function main(): Promise<void> {
         `${median(framed).toFixed(3)} s`,
         rate(median(framed)),
         `${(b / median(framed)).toFixed(2)}x`,
+      ],
+      [
+        'barwatch framing and decoding into metric records, in process',
+        `${median(decoded).toFixed(3)} s`,
+        rate(median(decoded)),
+        `${(b / median(decoded)).toFixed(2)}x`,
       ],
       [
         'barwatch analyze (start-up, framing, decoding, statistics, detectors)',
@@ -75,6 +89,7 @@ export function main(): Promise<void> {
         events,
         bare,
         framed,
+        decoded,
         analyze,
       },
     );

@@ -40,7 +40,7 @@ async function bareServer(bodies: Map<string, Buffer>): Promise<{ server: Server
 export async function main(): Promise<void> {
   const runs = arg('runs', 200, 20);
   const steps = arg('steps', 1_000_000, 100_000);
-  const seconds = arg('seconds', 20, 5);
+  const seconds = arg('seconds', 20, 3);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-web-'));
   try {
     const root = path.join(dir, 'runs');

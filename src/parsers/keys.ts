@@ -152,33 +152,42 @@ export function flattenValues(
 /** The series name of each key of a flat record, in order; null for a key that is not a series. */
 export type Shape = readonly (string | null)[];
 
-/**
- * A metric record read through a learned shape: the parsed object and its shape, with no object
- * of values built for it. The statistics read `raw` through `shape` (RoundState.apply); anything
- * else asks for `values`, built on first use.
- */
-export class ShapedRecord implements MetricRecord {
+/** A metric record whose object of values is built only when something asks for it. */
+abstract class LazyRecord implements MetricRecord {
   readonly kind = 'metrics';
   declare time?: number;
   private built: Record<string, number> | null = null;
 
-  constructor(
-    readonly step: number,
-    readonly raw: Readonly<Record<string, unknown>>,
-    readonly shape: Shape,
-  ) {}
+  constructor(readonly step: number) {}
 
   get values(): Record<string, number> {
-    if (this.built === null) {
-      const out: Record<string, number> = {};
-      let i = 0;
-      for (const key in this.raw) {
-        const name = this.shape[i++];
-        if (name !== null && name !== undefined) out[name] = this.raw[key] as number;
-      }
-      this.built = out;
+    return (this.built ??= this.build());
+  }
+
+  protected abstract build(): Record<string, number>;
+}
+
+/**
+ * A metric record read through a learned shape: the parsed object and its shape, with no object
+ * of values built for it. The statistics read `raw` through `shape` (RoundState.apply).
+ */
+export class ShapedRecord extends LazyRecord {
+  constructor(
+    step: number,
+    readonly raw: Readonly<Record<string, unknown>>,
+    readonly shape: Shape,
+  ) {
+    super(step);
+  }
+
+  protected build(): Record<string, number> {
+    const out: Record<string, number> = {};
+    let i = 0;
+    for (const key in this.raw) {
+      const name = this.shape[i++];
+      if (name !== null && name !== undefined) out[name] = this.raw[key] as number;
     }
-    return this.built;
+    return out;
   }
 }
 
@@ -187,24 +196,19 @@ export class ShapedRecord implements MetricRecord {
  * number per name. Text formats that repeat one line shape (verl's step lines) are read into it
  * without an object of values per line; RoundState.apply reads the list.
  */
-export class ListedRecord implements MetricRecord {
-  readonly kind = 'metrics';
-  declare time?: number;
-  private built: Record<string, number> | null = null;
-
+export class ListedRecord extends LazyRecord {
   constructor(
-    readonly step: number,
+    step: number,
     readonly names: readonly string[],
     readonly nums: readonly number[],
-  ) {}
+  ) {
+    super(step);
+  }
 
-  get values(): Record<string, number> {
-    if (this.built === null) {
-      const out: Record<string, number> = {};
-      for (let i = 0; i < this.names.length; i++) out[this.names[i]!] = this.nums[i]!;
-      this.built = out;
-    }
-    return this.built;
+  protected build(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (let i = 0; i < this.names.length; i++) out[this.names[i]!] = this.nums[i]!;
+    return out;
   }
 }
 
