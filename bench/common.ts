@@ -1,5 +1,5 @@
 /** What every benchmark shares: arguments, repetitions, medians, tables and the results folder. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import {
   appendFileSync,
   closeSync,
@@ -14,6 +14,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -174,84 +175,43 @@ export function appendLines(file: string, from: number, to: number, line: (i: nu
   if (buf !== '') appendFileSync(file, buf);
 }
 
-/** The 67 metric names of a verl PPO step line (verl's console logger), in verl's order. */
-const VERL_KEYS = [
-  'global_seqlen/min',
-  'global_seqlen/max',
-  'global_seqlen/minmax_diff',
-  'global_seqlen/balanced_min',
-  'global_seqlen/balanced_max',
-  'global_seqlen/mean',
-  'actor/entropy_loss',
-  'critic/vf_loss',
-  'critic/vf_clipfrac',
-  'critic/vpred_mean',
-  'critic/grad_norm',
-  'perf/mfu/critic',
-  'critic/lr',
-  'actor/pg_loss',
-  'actor/pg_clipfrac',
-  'actor/ppo_kl',
-  'actor/pg_clipfrac_lower',
-  'actor/grad_norm',
-  'perf/mfu/actor',
-  'perf/max_memory_allocated_gb',
-  'perf/max_memory_reserved_gb',
-  'perf/cpu_memory_used_gb',
-  'actor/lr',
-  'training/global_step',
-  'training/epoch',
-  'critic/score/mean',
-  'critic/score/max',
-  'critic/score/min',
-  'critic/rewards/mean',
-  'critic/rewards/max',
-  'critic/rewards/min',
-  'critic/advantages/mean',
-  'critic/advantages/max',
-  'critic/advantages/min',
-  'critic/returns/mean',
-  'critic/returns/max',
-  'critic/returns/min',
-  'critic/values/mean',
-  'critic/values/max',
-  'critic/values/min',
-  'critic/vf_explained_var',
-  'response_length/mean',
-  'response_length/max',
-  'response_length/min',
-  'response_length/clip_ratio',
-  'prompt_length/mean',
-  'prompt_length/max',
-  'prompt_length/min',
-  'prompt_length/clip_ratio',
-  'timing_s/gen',
-  'timing_s/reward',
-  'timing_s/old_log_prob',
-  'timing_s/values',
-  'timing_s/adv',
-  'timing_s/update_critic',
-  'timing_s/update_actor',
-  'timing_s/step',
-  'timing_per_token_ms/update_critic',
-  'timing_per_token_ms/adv',
-  'timing_per_token_ms/values',
-  'timing_per_token_ms/gen',
-  'timing_per_token_ms/update_actor',
-  'perf/total_num_tokens',
-  'perf/time_per_step',
-  'perf/throughput',
+/**
+ * 67 metric names in the families verl's PPO trainer logs (critic statistics, lengths, timings,
+ * actor and critic losses, throughput, validation), built here: the benchmark needs a step line
+ * of verl's size and shape, not any particular run's.
+ */
+const VERL_KEYS: readonly string[] = [
+  ...['score', 'rewards', 'advantages', 'returns', 'values'].flatMap((q) => ['mean', 'max', 'min'].map((s) => `critic/${q}/${s}`)),
+  ...['response_length', 'prompt_length'].flatMap((q) => ['mean', 'max', 'min', 'clip_ratio'].map((s) => `${q}/${s}`)),
+  ...['gen', 'reward', 'old_log_prob', 'values', 'adv', 'update_critic', 'update_actor', 'step'].map((t) => `timing_s/${t}`),
+  ...['gen', 'values', 'adv', 'update_critic', 'update_actor'].map((t) => `timing_per_token_ms/${t}`),
+  ...['entropy', 'pg_loss', 'pg_clipfrac', 'ppo_kl', 'grad_norm', 'lr'].map((k) => `actor/${k}`),
+  ...['vf_loss', 'vf_clipfrac', 'vpred_mean', 'grad_norm', 'lr', 'vf_explained_var'].map((k) => `critic/${k}`),
+  ...[
+    'mfu/actor',
+    'mfu/critic',
+    'max_memory_allocated_gb',
+    'max_memory_reserved_gb',
+    'cpu_memory_used_gb',
+    'total_num_tokens',
+    'time_per_step',
+    'throughput',
+  ].map((k) => `perf/${k}`),
+  ...['min', 'max', 'mean', 'minmax_diff'].map((k) => `global_seqlen/${k}`),
+  ...['global_step', 'epoch'].map((k) => `training/${k}`),
+  ...['nq', 'triviaqa', 'hotpotqa', '2wiki', 'musique'].map((d) => `val-core/${d}/acc/mean@1`),
 ];
+const SCORE = VERL_KEYS.indexOf('critic/score/mean');
 
 /**
  * A verl console step line as verl's logger writes it under Ray: a colour-coded
  * `(TaskRunner pid=N)` prefix, then `step:N - key:value - ...` with 67 metrics at 3 decimals
- * (about 2,300 bytes).
+ * (about 2,200 bytes).
  */
 export function verlLine(i: number): string {
   const x = Math.sin(i * 0.37);
-  let s = `\x1b[36m(TaskRunner pid=14640)\x1b[0m step:${i}`;
-  for (let k = 0; k < VERL_KEYS.length; k++) s += ` - ${VERL_KEYS[k]}:${(k === 25 ? 0.5 + 0.2 * x : k + x).toFixed(3)}`;
+  let s = `\x1b[36m(TaskRunner pid=2419)\x1b[0m step:${i}`;
+  for (let k = 0; k < VERL_KEYS.length; k++) s += ` - ${VERL_KEYS[k]}:${(k === SCORE ? 0.5 + 0.2 * x : k + x).toFixed(3)}`;
   return s + '\n';
 }
 
@@ -306,6 +266,48 @@ export function followNewBytes(files: string[], onText: (file: string, text: str
   }
 }
 
+/**
+ * The bare follower as a child process (follow, idle and scale benchmarks): followNewBytes on
+ * every file, each new line JSON.parsed, the least any follower must do. Resolves once it watches.
+ */
+export async function startBareFollower(files: string[]): Promise<ChildProcess> {
+  const child = fork(fileURLToPath(import.meta.url), ['--bare-follower', ...files]);
+  await new Promise((resolve) => child.once('message', resolve));
+  return child;
+}
+
+function bareFollower(files: string[]): void {
+  let lines = 0;
+  followNewBytes(files, (_f, text) => {
+    for (const line of text.split('\n')) if (line !== '') lines += (JSON.parse(line) as { step: number }).step > 0 ? 1 : 0;
+  });
+  process.send!('ready');
+  // The count is kept where a reader would use it, so the parse cannot be optimised away.
+  process.on('SIGTERM', () => process.exit(lines > 0 ? 0 : 1));
+}
+
+/** Appends one line to each file every `intervalMs`, for `seconds`; returns the next step. */
+export async function appendEvery(files: string[], intervalMs: number, seconds: number, from: number): Promise<number> {
+  const end = Date.now() + seconds * 1000;
+  let step = from;
+  let next = Date.now();
+  while (Date.now() < end) {
+    for (const f of files) appendFileSync(f, jsonlLine(step));
+    step++;
+    next += intervalMs;
+    await sleep(Math.max(0, next - Date.now()));
+  }
+  return step;
+}
+
+/** CPU (% of a core, every thread) of `pid` while `during` runs. */
+export async function cpuWhile(pid: number, during: Promise<unknown>): Promise<number> {
+  const a = cpuTime(pid);
+  const t0 = Date.now();
+  await during;
+  return (100 * (cpuTime(pid) - a)) / ((Date.now() - t0) / 1000);
+}
+
 /** The files of each run in the follow and idle benchmarks; the first is the one that grows. */
 export const RUN_FILES = [
   'selector_round1/reward_history.jsonl',
@@ -334,3 +336,5 @@ export function runTree(dir: string, runs: number): { all: string[]; writers: st
   writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
   return { all, writers, cfg };
 }
+
+if (process.argv[1]?.endsWith('common.js') && process.argv[2] === '--bare-follower') bareFollower(process.argv.slice(3));

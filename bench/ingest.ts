@@ -1,10 +1,10 @@
 /**
  * Ingest throughput: `barwatch analyze` (the whole process) on a generated 1,000,000-line
  * reward_history.jsonl (~150 bytes a line) and on a 200,000-step verl console log (67 metrics a
- * step, ~2,300 bytes a line, as verl writes them under Ray), against the
+ * step, ~2,000 bytes a line, in verl's console format under Ray), against the
  * physical limit in Node measured in the same run (a bare loop that reads the file in chunks,
- * splits lines and JSON.parses each; for the text log, every `key:value` of a step line into an
- * object of numbers) and against `jq -c .`
+ * splits lines and JSON.parses each; for the text log, every `key:value` of a step line into
+ * names and numbers) and against `jq -c .`
  * where present. Several repetitions, median and spread.
  *
  *   node dist/bench/ingest.js [--lines N] [--steps N] [--reps R]
