@@ -14,48 +14,14 @@
  * change. `--ab`: also the ways barwatch followed before issue 20 (BARWATCH_FOLLOW=async: the
  * folder watcher with asynchronous reads; BARWATCH_FOLLOW=chokidar).
  */
-import { fork } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { arg, cpuTime, followNewBytes, jsonlLine, median, QUICK, report, RUN_FILES, runTree, textArg, Watcher } from './common.js';
+import { appendEvery, arg, cpuWhile, median, QUICK, report, RUN_FILES, runTree, startBareFollower, textArg, Watcher } from './common.js';
 
 /** After the catch-up, before measuring: the daemon's start-up work is done. */
 const SETTLE_MS = QUICK ? 3_000 : 10_000;
-
-function bareFollower(files: string[]): void {
-  const parsed = { lines: 0 };
-  followNewBytes(files, (_f, text) => {
-    for (const line of text.split('\n')) if (line !== '') parsed.lines += (JSON.parse(line) as { step: number }).step > 0 ? 1 : 0;
-  });
-  process.send!('ready');
-  // The count is kept where a reader would use it, so the parse cannot be optimised away.
-  process.on('SIGTERM', () => process.exit(parsed.lines > 0 ? 0 : 1));
-}
-
-/** Appends one line to each file every `intervalMs`, for `seconds`; returns the next step. */
-async function write(files: string[], intervalMs: number, seconds: number, from: number): Promise<number> {
-  const end = Date.now() + seconds * 1000;
-  let step = from;
-  let next = Date.now();
-  while (Date.now() < end) {
-    for (const f of files) appendFileSync(f, jsonlLine(step));
-    step++;
-    next += intervalMs;
-    await sleep(Math.max(0, next - Date.now()));
-  }
-  return step;
-}
-
-/** CPU (% of a core) of `pid` while `during` runs. */
-async function cpuWhile(pid: number, during: Promise<unknown>): Promise<number> {
-  const a = cpuTime(pid);
-  const t0 = Date.now();
-  await during;
-  return (100 * (cpuTime(pid) - a)) / ((Date.now() - t0) / 1000);
-}
 
 interface Kind {
   name: string;
@@ -96,8 +62,7 @@ export async function main(): Promise<void> {
         let pid: number;
         let stop: () => Promise<void>;
         if (k.start === undefined) {
-          const bare = fork(fileURLToPath(import.meta.url), ['--bare-follower', ...all]);
-          await new Promise((resolve) => bare.once('message', resolve));
+          const bare = await startBareFollower(all);
           await sleep(2000);
           pid = bare.pid!;
           stop = () => Promise.resolve(void bare.kill());
@@ -109,7 +74,7 @@ export async function main(): Promise<void> {
           stop = () => w.stop();
         }
         for (const ms of PACES) {
-          samples[k.name]![ms]!.push(await cpuWhile(pid, write(writers, ms, seconds, step)));
+          samples[k.name]![ms]!.push(await cpuWhile(pid, appendEvery(writers, ms, seconds, step)));
           step += Math.ceil((seconds * 1000) / ms) + 1;
         }
         await stop();
@@ -136,5 +101,4 @@ export async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--bare-follower') bareFollower(process.argv.slice(3));
-else if (process.argv[1]?.endsWith('follow.js')) await main();
+if (process.argv[1]?.endsWith('follow.js')) await main();

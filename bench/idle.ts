@@ -1,34 +1,24 @@
 /**
- * Idle cost: CPU and RSS of `barwatch watch` over 200 runs x 4 files with nothing written, and
- * the same for a bare fs.watch reader of the same files (it reads and splits what is new, nothing
- * more), measured in the same run. CPU is the time of all threads (/proc/<pid>/task/<tid>/schedstat).
- * Growing files are bench/follow.ts's.
+ * Idle cost: CPU and RSS of `barwatch watch` over 200 runs x 4 files with nothing written, and the
+ * same for the bare follower of the same files (bench/common.ts: it reads, splits and parses what
+ * is new, nothing more), measured in the same run. CPU is the time of all threads
+ * (/proc/<pid>/task/<tid>/schedstat). Growing files are bench/follow.ts's.
  *
  * barwatch idles for S seconds (60, as the issue asks), from 70 s after its catch-up; the bare
- * reader S/3 (its cost is steady, and the benchmark suite has to fit 10 minutes on 2 cores).
+ * follower S/3 (its cost is steady, and the benchmark suite has to fit 10 minutes on 2 cores).
  *
  *   node dist/bench/idle.js [--runs N] [--seconds S] [--base DIR]
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { arg, cpuTime, followNewBytes, QUICK, report, RUN_FILES, runTree, textArg, usage, Watcher } from './common.js';
-
-function bareReader(files: string[]): void {
-  let lines = 0;
-  followNewBytes(files, (_f, text) => (lines += text.split('\n').length - 1));
-  process.send!('ready');
-}
+import { arg, cpuWhile, QUICK, report, RUN_FILES, runTree, startBareFollower, textArg, usage, Watcher } from './common.js';
 
 async function sample(pid: number, seconds: number): Promise<{ cpuPct: number; rssStart: number; rssEnd: number }> {
   const rssStart = usage(pid).rss;
-  const cpu = cpuTime(pid);
-  const t0 = Date.now();
-  await sleep(seconds * 1000);
-  return { cpuPct: (100 * (cpuTime(pid) - cpu)) / ((Date.now() - t0) / 1000), rssStart, rssEnd: usage(pid).rss };
+  const cpuPct = await cpuWhile(pid, sleep(seconds * 1000));
+  return { cpuPct, rssStart, rssEnd: usage(pid).rss };
 }
 
 /** Wait after the catch-up before the idle phase (see main). */
@@ -56,8 +46,7 @@ export async function main(): Promise<void> {
     const base = textArg('base');
     const baseIdle = base === null ? null : await idleOf(path.join(base, 'bin', 'barwatch.js'));
 
-    const bare: ChildProcess = fork(fileURLToPath(import.meta.url), ['--bare-reader', ...all]);
-    await new Promise((resolve) => bare.once('message', resolve));
+    const bare = await startBareFollower(all);
     await sleep(3000);
     const third = Math.max(1, Math.round(seconds / 3));
     const bareIdle = await sample(bare.pid!, third);
@@ -73,7 +62,7 @@ export async function main(): Promise<void> {
       'idle',
       `Cost of watching ${runs} runs x ${RUN_FILES.length} files (${all.length} files) with nothing written: barwatch ${seconds} s from ${SETTLE_MS / 1000} s after its catch-up; bare reader ${third} s (CPU in % of one core, RSS in MB)`,
       ['process', 'CPU %', 'RSS MB'],
-      [row('barwatch watch', idle), ...(baseIdle === null ? [] : [row(`base (${base})`, baseIdle)]), row('bare fs.watch reader', bareIdle)],
+      [row('barwatch watch', idle), ...(baseIdle === null ? [] : [row(`base (${base})`, baseIdle)]), row('bare follower', bareIdle)],
       { runs, files: all.length, seconds, settleSeconds: SETTLE_MS / 1000, bareSeconds: third, idle, baseIdle, bareIdle },
     );
   } finally {
@@ -81,5 +70,4 @@ export async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--bare-reader') bareReader(process.argv.slice(3));
-else if (process.argv[1]?.endsWith('idle.js')) await main();
+if (process.argv[1]?.endsWith('idle.js')) await main();

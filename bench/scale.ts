@@ -8,39 +8,14 @@
  *
  *   node dist/bench/scale.js [--runs N] [--seconds S]
  */
-import { fork } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { arg, cpuTime, followNewBytes, jsonlLine, report, RUN_FILES, runTree, usage, Watcher } from './common.js';
+import { appendEvery, arg, cpuWhile, QUICK, report, RUN_FILES, runTree, startBareFollower, usage, Watcher } from './common.js';
 
-function bareFollower(files: string[]): void {
-  let lines = 0;
-  followNewBytes(files, (_f, text) => {
-    for (const line of text.split('\n')) if (line !== '') lines += (JSON.parse(line) as { step: number }).step > 0 ? 1 : 0;
-  });
-  process.send!('ready');
-  process.on('SIGTERM', () => process.exit(lines > 0 ? 0 : 1));
-}
-
-/** One line a second to each file, for `seconds`, from step `from`. */
-async function write(files: string[], seconds: number, from: number): Promise<void> {
-  let next = Date.now();
-  for (let s = 0; s < seconds; s++) {
-    for (const f of files) appendFileSync(f, jsonlLine(from + s));
-    next += 1000;
-    await sleep(Math.max(0, next - Date.now()));
-  }
-}
-
-async function cpuWhile(pid: number, during: Promise<unknown>): Promise<number> {
-  const a = cpuTime(pid);
-  const t0 = Date.now();
-  await during;
-  return (100 * (cpuTime(pid) - a)) / ((Date.now() - t0) / 1000);
-}
+/** As in bench/idle.ts: V8 shrinks the heap grown while starting about a minute after start. */
+const SETTLE_MS = QUICK ? 8_000 : 70_000;
 
 export async function main(): Promise<void> {
   const runs = arg('runs', 2000, 200);
@@ -53,26 +28,25 @@ export async function main(): Promise<void> {
     await w.until(all.length);
     const startup = (Date.now() - t0) / 1000;
     const rssStarted = usage(w.child.pid!).rss;
-    await sleep(70_000);
+    await sleep(SETTLE_MS);
     const idle = await cpuWhile(w.child.pid!, sleep(seconds * 1000));
     const rssIdle = usage(w.child.pid!).rss;
-    const busy = await cpuWhile(w.child.pid!, write(writers, seconds, 2));
+    const busy = await cpuWhile(w.child.pid!, appendEvery(writers, 1000, seconds, 2));
     const rssBusy = usage(w.child.pid!).rss;
     await w.until(all.length + runs * seconds, 60_000);
     await w.stop();
 
-    const bare = fork(fileURLToPath(import.meta.url), ['--bare-follower', ...all]);
-    await new Promise((resolve) => bare.once('message', resolve));
+    const bare = await startBareFollower(all);
     await sleep(3000);
     const bareIdle = await cpuWhile(bare.pid!, sleep(Math.min(seconds, 20) * 1000));
-    const bareBusy = await cpuWhile(bare.pid!, write(writers, seconds, 2 + seconds));
+    const bareBusy = await cpuWhile(bare.pid!, appendEvery(writers, 1000, seconds, 2 + seconds));
     const bareRss = usage(bare.pid!).rss;
     bare.kill();
 
     const mb = (x: number): string => (x / 1e6).toFixed(0);
     report(
       'scale',
-      `${runs} runs x ${RUN_FILES.length} files (${all.length} files): start-up, memory, idle (${seconds} s from 70 s after the catch-up) and ${runs} lines/s (one line a second per run, ${seconds} s); CPU in % of one core`,
+      `${runs} runs x ${RUN_FILES.length} files (${all.length} files): start-up, memory, idle (${seconds} s from ${SETTLE_MS / 1000} s after the catch-up) and ${runs} lines/s (one line a second per run, ${seconds} s); CPU in % of one core`,
       ['measure', 'barwatch watch', 'bare follower'],
       [
         ['start-up: start to every file caught up', `${startup.toFixed(1)} s`, ''],
@@ -88,5 +62,4 @@ export async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === '--bare-follower') bareFollower(process.argv.slice(3));
-else if (process.argv[1]?.endsWith('scale.js')) await main();
+if (process.argv[1]?.endsWith('scale.js')) await main();

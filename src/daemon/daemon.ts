@@ -62,6 +62,21 @@ export interface DaemonOptions {
  */
 const FOLLOW = process.env['BARWATCH_FOLLOW'] ?? '';
 
+/**
+ * How files are followed, decided once: chokidar when polling (NFS) or asked for, else the folder
+ * watcher, whose events are trusted (no recheck read after each, no stat of a path before each
+ * read while no rename was reported); synchronous reads on local folders unless asked otherwise.
+ */
+interface FollowWay {
+  chokidar: boolean;
+  sync: boolean;
+}
+
+function followWay(poll: boolean): FollowWay {
+  const chokidar = poll || FOLLOW === 'chokidar';
+  return { chokidar, sync: !chokidar && FOLLOW !== 'async' };
+}
+
 export class Daemon {
   private pipeline: Pipeline | null = null;
   /** chokidar when polling (watch.poll), else the folder watcher (sources/tree-watcher.ts). */
@@ -92,12 +107,7 @@ export class Daemon {
   private reach: Reach | null = null;
   /** A walk of the roots under way (see lookForMissed). */
   private looking: Promise<void> | null = null;
-  /**
-   * chokidar drops a file's change events for 50 ms after one it emits, so each event also asks
-   * for one more read a little later (ReadQueue.recheck). The folder watcher reports every
-   * inotify event and needs none: an append after a read raises its own event.
-   */
-  private recheckEvents = false;
+  private way: FollowWay = followWay(false);
 
   constructor(private opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
@@ -116,13 +126,8 @@ export class Daemon {
         await this.pipeline!.untrack(file);
         // A new file may have taken the name while the old one was closed (a rotation read between
         // the rename and the creation): its events came while the old one was still followed.
-        if (
-          await fsp.stat(file).then(
-            (st) => st.isFile(),
-            () => false,
-          )
-        )
-          this.onEvent('add', file);
+        const st = await fsp.stat(file).catch(() => null);
+        if (st?.isFile() === true) this.onEvent('add', file);
       },
       now: this.now,
     });
@@ -167,13 +172,13 @@ export class Daemon {
     this.alerting = this.buildAlerting(config);
     await this.alerting.init(loaded?.alerting);
     if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
-    const local = !config.watch.poll && FOLLOW === '';
+    this.way = followWay(config.watch.poll);
     this.pipeline = new Pipeline(
       {
         parser: config.parser,
         // Local folders are read with synchronous calls, and the folder watcher's events spare the
         // stat of a path before each read; polled ones (NFS) are not (sources/tailer.ts).
-        tail: { ...config.tail, sync: local, trustEvents: local },
+        tail: { ...config.tail, sync: this.way.sync, trustEvents: !this.way.chokidar },
         stats: config.stats,
         now: this.now,
         log: this.log,
@@ -219,9 +224,7 @@ export class Daemon {
       const e = err as NodeJS.ErrnoException;
       if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
     };
-    const chokidar = watch.poll || FOLLOW === 'chokidar';
-    this.recheckEvents = chokidar;
-    return chokidar ? startWatcher(options, onEvent, onError) : startTreeWatcher(options, onEvent, onError);
+    return this.way.chokidar ? startWatcher(options, onEvent, onError) : startTreeWatcher(options, onEvent, onError);
   }
 
   private every(ms: number, fn: () => unknown): void {
@@ -241,7 +244,9 @@ export class Daemon {
       p.track(file, kind, placeFile(file, kind));
     }
     this.queue.schedule(file);
-    if (this.recheckEvents) this.queue.recheck(file);
+    // chokidar drops a file's change events for 50 ms after one it emits: one more read a little
+    // later. The folder watcher reports every inotify event; an append after a read raises its own.
+    if (this.way.chokidar) this.queue.recheck(file);
   }
 
   /** Re-reads every followed file (a missed event costs at most one sweep), closes idle debug-log steps, runs time-based detectors. */
