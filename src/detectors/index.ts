@@ -1,4 +1,7 @@
-/** Every detector, in one list (SPEC 4). The ids are a contract. */
+/**
+ * Every detector, in one list. The ids are a contract. First BAR-RAG's own failure modes, then
+ * how GRPO / PPO training of a language model fails in general (any run, any role).
+ */
 import { boundaryOscillation } from './boundary-oscillation.js';
 import { boundaryShareHigh } from './boundary-share-high.js';
 import { boundaryShareLow } from './boundary-share-low.js';
@@ -11,6 +14,20 @@ import { nonfiniteReward } from './nonfinite-reward.js';
 import { rewardCollapse } from './reward-collapse.js';
 import { roundRegression } from './round-regression.js';
 import { staleRun } from './stale-run.js';
+import { entropyBlowup } from './entropy-blowup.js';
+import { entropyCollapse } from './entropy-collapse.js';
+import { gradSpike } from './grad-spike.js';
+import { klBlowup } from './kl-blowup.js';
+import { lengthAtLimit } from './length-at-limit.js';
+import { lengthCollapse } from './length-collapse.js';
+import { noLearningSignal } from './no-learning-signal.js';
+import { nonfiniteMetric } from './nonfinite-metric.js';
+import { rewardDrop } from './reward-drop.js';
+import { rewardHacking } from './reward-hacking.js';
+import { rolloutMismatch } from './rollout-mismatch.js';
+import { runCrashed } from './run-crashed.js';
+import { runStoppedShort } from './run-stopped-short.js';
+import { validationDecline } from './validation-decline.js';
 import type { Detector } from './types.js';
 
 export const DETECTORS: readonly Detector[] = [
@@ -26,6 +43,20 @@ export const DETECTORS: readonly Detector[] = [
   staleRun,
   nonfiniteReward,
   rewardCollapse,
+  noLearningSignal,
+  rewardDrop,
+  entropyCollapse,
+  entropyBlowup,
+  klBlowup,
+  lengthCollapse,
+  lengthAtLimit,
+  gradSpike,
+  nonfiniteMetric,
+  validationDecline,
+  runCrashed,
+  runStoppedShort,
+  rolloutMismatch,
+  rewardHacking,
 ];
 
 /** The detector ids, in the order of DETECTORS. */

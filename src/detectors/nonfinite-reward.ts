@@ -3,6 +3,11 @@ import type { Detector, Draft, Params } from './types.js';
 
 const WATCHED = /^(boundary|relevance|format|count|total|reward|accuracy)$|reward|score|(^|\/)acc/;
 
+/** Whether a series is a reward component, the total, a score or an accuracy (this detector's; nonfinite-metric takes the rest). */
+export function isRewardSeries(name: string): boolean {
+  return WATCHED.test(name) && !name.endsWith('_std');
+}
+
 interface P extends Params {
   enabled: boolean;
 }
@@ -18,7 +23,7 @@ export const nonfiniteReward: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const bad: { series: string; count: number; firstStep: number | null; value: string | null }[] = [];
       for (const [name, s] of r.series) {
-        if (s.nonfinite.count > 0 && WATCHED.test(name) && !name.endsWith('_std')) {
+        if (s.nonfinite.count > 0 && isRewardSeries(name)) {
           bad.push({ series: name, count: s.nonfinite.count, firstStep: s.nonfinite.firstStep, value: s.nonfinite.lastValue });
         }
       }

@@ -35,7 +35,8 @@ export function boundedInt(min: number, max: number): z.ZodNumber {
 }
 
 /** A detector parameter that counts steps, points, windows or segments: a whole number from 1. */
-const COUNT_PARAM = /^(window|windows|segments|horizon|min_period|max_period|min_points|min_steps|min_intervals|min_k|min_questions)$/;
+const COUNT_PARAM =
+  /^(window|windows|segments|horizon|min_period|max_period|min_points|min_steps|min_intervals|min_k|min_questions|early_points|count|min_after|before_points|points)$/;
 const MAX_COUNT = 1_000_000;
 
 /** Any duration a timer can hold. */

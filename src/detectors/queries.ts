@@ -3,6 +3,7 @@ import type { Role } from '../parsers/types.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
 import type { SeriesStats } from '../runs/series.js';
+import { seriesFor } from '../runs/quantities.js';
 
 /** Rounds of one role, in round order (rounds without a number last). */
 export function roundsOf(run: RunState, role: Role): RoundState[] {
@@ -37,16 +38,9 @@ export function acrossRounds(
   return out;
 }
 
-/** The series that carries "the reward" of a round, by preference. */
-export const REWARD_SERIES = ['total', 'reward', 'critic/score/mean', 'critic/rewards/mean'];
-
+/** The series that carries "the reward" of a round (runs/quantities.ts says which spellings count). */
 export function rewardSeries(round: RoundState): { name: string; stats: SeriesStats } | null {
-  for (const name of REWARD_SERIES) {
-    const s = round.series.get(name);
-    if (s !== undefined) return { name, stats: s };
-  }
-  for (const [name, s] of round.series) if (/^rewards\/[^/]+\/mean$/.test(name)) return { name, stats: s };
-  return null;
+  return seriesFor(round, 'reward');
 }
 
 /**

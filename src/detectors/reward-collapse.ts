@@ -3,6 +3,7 @@
  * sampled answer gets the same reward, so the group-normalised advantage (GRPO) is zero and the
  * policy no longer learns (TRL shows it as `frac_reward_zero_std` near 1).
  */
+import type { RoundState } from '../runs/round.js';
 import { rewardSeries } from './queries.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -20,6 +21,25 @@ interface P extends Params {
 }
 
 const SPREAD = ['reward_std', 'total_std', 'boundary_std'];
+/** The fraction of a stretch that must sit at ~0 for it to count as collapsed. */
+const MOSTLY = 0.75;
+
+/**
+ * Whether a round's reward sits at about zero now after having been higher, by reward-collapse's
+ * default levels (no-learning-signal leaves such a round to this detector, which says more).
+ */
+export function rewardAtZero(r: RoundState): boolean {
+  const d = rewardCollapse.defaults;
+  const rs = rewardSeries(r);
+  if (rs === null) return false;
+  const v = rs.stats.history.points().values;
+  if (v.length < d.window + 2) return false;
+  const last = v.slice(-d.window);
+  return (
+    last.filter((x) => Math.abs(x) <= d.level).length >= Math.ceil(MOSTLY * d.window) &&
+    Math.max(...rs.stats.curve.means()) >= d.earlier_min
+  );
+}
 
 export const rewardCollapse: Detector<P> = {
   id: 'reward-collapse',
@@ -36,7 +56,10 @@ export const rewardCollapse: Detector<P> = {
       const n = pts.values.length;
       if (n < p.window + 2) continue;
       const last = pts.values.slice(-p.window);
-      if (!last.every((x) => Math.abs(x) <= p.level)) continue;
+      // Most of the window at ~0, not every value: a single non-zero reward (one lucky group) does
+      // not end a collapse.
+      const near = (x: number): boolean => Math.abs(x) <= p.level;
+      if (last.filter(near).length < Math.ceil(MOSTLY * p.window) || !near(last[last.length - 1]!)) continue;
       const before = pts.values.slice(0, n - p.window);
       const earlier = Math.max(...rs.stats.curve.means(), ...before);
       if (!(earlier >= p.earlier_min)) continue;
@@ -69,9 +92,15 @@ export const rewardCollapse: Detector<P> = {
         }
       }
       if (!spreadGone) continue;
-      // The first step of the collapsed stretch.
+      // The first step of the collapsed stretch: the earliest ~0 value from which on most values
+      // are ~0 (so an outlier inside the stretch does not move its start).
       let i = n - 1;
-      while (i > 0 && Math.abs(pts.values[i - 1]!) <= p.level) i--;
+      let nearCount = 0;
+      for (let j = n - 1; j >= 0; j--) {
+        if (near(pts.values[j]!)) nearCount++;
+        if (nearCount < MOSTLY * (n - j)) break;
+        if (near(pts.values[j]!)) i = j;
+      }
       out.push({
         round: r.round,
         step: pts.steps[Math.min(i + p.window - 1, n - 1)]!,

@@ -9,6 +9,7 @@
  */
 import { parseDuration } from '../util/duration.js';
 import type { RoundState } from '../runs/round.js';
+import { crashOf } from './run-crashed.js';
 import { median } from '../stats/inference.js';
 import type { Detector, Params } from './types.js';
 
@@ -44,7 +45,8 @@ export const staleRun: Detector<P> = {
   every: () => 1,
   timeBased: true,
   detect(run, p, ctx) {
-    if (run.finished) return [];
+    // A run that crashed is run-crashed's to report, with the error.
+    if (run.finished || crashOf(run, ctx.live) !== null) return [];
     let latest: RoundState | null = null;
     let at = -Infinity;
     for (const r of run.rounds.values()) {

@@ -5,6 +5,7 @@
  * counts, and numeric key=value pairs on a line that carries a step. Lines that match nothing are
  * counted by the reader, not reported as errors.
  */
+import { FatalReader, parsePlan } from './fatal.js';
 import { canonicalKey, toNumber } from './keys.js';
 import { looksLikeOpenRlhf, parseOpenRlhf } from './openrlhf.js';
 import { cleanLine } from './text.js';
@@ -79,6 +80,7 @@ export class TextLogParser implements LineParser {
   /** TRL entries have no step: they are numbered as they come. */
   private trlEntries = 0;
   private readonly verl: VerlConsoleReader;
+  private readonly fatal = new FatalReader();
 
   constructor(private readonly opts: ParserOptions) {
     this.verl = new VerlConsoleReader(opts.keyMap);
@@ -91,12 +93,13 @@ export class TextLogParser implements LineParser {
   }
 
   snapshot(): unknown {
-    return { seen: this.seen, trlEntries: this.trlEntries };
+    return { seen: this.seen, trlEntries: this.trlEntries, traceback: this.fatal.snapshot() };
   }
 
   restore(state: unknown): void {
-    const s = state as { seen?: Record<Kind, number>; trlEntries?: number };
+    const s = state as { seen?: Record<Kind, number>; trlEntries?: number; traceback?: number };
     if (s.seen !== undefined) Object.assign(this.seen, s.seen);
+    this.fatal.restore(s.traceback);
     if (typeof s.trlEntries === 'number') this.trlEntries = s.trlEntries;
   }
 
@@ -160,11 +163,18 @@ export class TextLogParser implements LineParser {
       this.seen['train-log']++;
       return [r];
     }
-    return this.plainLine(text, stamp);
+    return this.plainLine(text, time, stamp);
   }
 
-  private plainLine(text: string, stamp: (r: MetricRecord) => MetricRecord): LineResult | null {
+  private plainLine(text: string, time: number | undefined, stamp: (r: MetricRecord) => MetricRecord): LineResult | null {
+    const fatal = this.fatal.line(text);
+    if (fatal !== null) {
+      if (time !== undefined) fatal.time = time;
+      return [fatal];
+    }
     const out: ParsedRecord[] = [];
+    const plan = parsePlan(text);
+    if (plan !== null) out.push(plan);
     if (FINISHED.test(text)) out.push({ kind: 'finished' });
     const k = parseRollouts(text);
     if (k !== null) out.push({ kind: 'rollouts', k });
@@ -189,7 +199,8 @@ export class TextLogParser implements LineParser {
       }
     }
     if (out.length === 0) return null;
-    this.seen['train-log']++;
+    // A progress bar alone says nothing of the log's format (TRL's console draws hundreds).
+    if (out.length > 1 || plan === null) this.seen['train-log']++;
     return out;
   }
 }

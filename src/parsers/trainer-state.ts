@@ -55,6 +55,12 @@ export class TrainerStateParser implements DocumentParser {
       if (Object.keys(values).length > 0) out.push({ kind: 'metrics', step, values });
     }
     if (maxStep > this.lastStep) this.lastStep = maxStep;
+    const d = doc as { max_steps?: unknown; global_step?: unknown };
+    const total = toNumber(d.max_steps);
+    if (total !== undefined && total > 0) {
+      const done = toNumber(d.global_step);
+      out.push(done === undefined ? { kind: 'plan', total, source: 'stated' } : { kind: 'plan', total, done, source: 'stated' });
+    }
     return out;
   }
 

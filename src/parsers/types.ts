@@ -70,7 +70,33 @@ export interface FinishedRecord {
   kind: 'finished';
 }
 
-export type ParsedRecord = MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord | FinishedRecord;
+/**
+ * The trainer printed a fatal error: the last line of a Python traceback (`torch.OutOfMemoryError:
+ * CUDA out of memory...`), an NCCL timeout, a Ray actor that died, a segfault, a scheduler's kill.
+ */
+export interface FatalRecord {
+  kind: 'fatal';
+  message: string;
+  /** Wall-clock time the line carried, epoch ms. */
+  time?: number;
+}
+
+/**
+ * How long the trainer plans to train, in steps: stated (verl's `Total training steps: N`, a
+ * trainer_state's `max_steps`, a progress bar named for training) or read off an unnamed progress
+ * bar (Hugging Face's main bar: `20/400 [...]`), with how far the bar has got.
+ */
+export interface PlanRecord {
+  kind: 'plan';
+  total: number;
+  /** Steps done, where the line says so (a progress bar, a trainer_state's global_step). */
+  done?: number;
+  /** `stated`: the trainer said it; `bar`: an unnamed progress bar, one among others (eval bars). */
+  source: 'stated' | 'bar';
+}
+
+export type ParsedRecord =
+  MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord | FinishedRecord | FatalRecord | PlanRecord;
 
 /** A line that should have been a record and could not be read. Counted per file and skipped. */
 export interface Malformed {

@@ -1,5 +1,5 @@
 /** Everything barwatch knows about one run: its rounds, its filter, the settings it was run with. */
-import type { FormatId, ParsedRecord, Role, RunSettings } from '../parsers/types.js';
+import type { FormatId, ParsedRecord, PlanRecord, Role, RunSettings } from '../parsers/types.js';
 import { FilterStats, type FilterJSON } from './filter.js';
 import { RoundState, roundKey, type RoundJSON } from './round.js';
 import type { StatsOptions } from './series.js';
@@ -19,6 +19,29 @@ export interface Discovery {
   series?: string[];
 }
 
+/** A fatal error a file printed, with no metric record from that file since. */
+export interface Crash {
+  file: string;
+  message: string;
+  role: Role;
+  round: number | null;
+  /** The last step of the round the file writes, when the error came. */
+  step: number | null;
+  /** When it was read (epoch ms), and the time the line carried, if any. */
+  seen: number;
+  time: number | null;
+}
+
+/** How long a round was meant to train: what the trainer stated, and its unnamed progress bars. */
+export interface Plan {
+  stated: { total: number; done: number | null } | null;
+  /** Unnamed bars by total: how often each was drawn and how far it got. */
+  bars: Record<string, { n: number; done: number }>;
+}
+
+/** Unnamed progress bars kept per round (the training bar is drawn far more often than the others). */
+const MAX_BARS = 8;
+
 export interface RunJSON {
   id: string;
   rounds: RoundJSON[];
@@ -27,6 +50,8 @@ export interface RunJSON {
   rollouts: { k: number; role: Role; round: number | null } | null;
   formats: Partial<Record<FormatId, number>>;
   finished?: boolean;
+  crashes?: Crash[];
+  plans?: Record<string, Plan>;
 }
 
 export class RunState {
@@ -42,6 +67,10 @@ export class RunState {
   private last: RoundState | null = null;
   /** Metric records read per format: the run's format is the one with most. */
   formats: Partial<Record<FormatId, number>> = {};
+  /** Per file: the fatal error it printed last, until that file writes a step again. */
+  readonly crashes = new Map<string, Crash>();
+  /** Per round key: how long the round was meant to train. */
+  readonly plans = new Map<string, Plan>();
 
   constructor(
     readonly id: string,
@@ -82,6 +111,7 @@ export class RunState {
           created = true;
         }
         this.last = round;
+        if (this.crashes.size > 0) this.crashes.delete(ctx.file);
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
         const fresh = round.apply(rec, step, now, ctx.file);
         if (!created && fresh.length === 0) return null;
@@ -101,6 +131,17 @@ export class RunState {
         return null;
       case 'finished':
         this.finished = true;
+        this.crashes.delete(ctx.file);
+        return null;
+      case 'fatal':
+        // An error after the trainer said it finished (a crash while shutting down) lost nothing.
+        if (!this.finished) {
+          const step = this.rounds.get(roundKey(ctx.role, ctx.round))?.lastStep ?? this.last?.lastStep ?? null;
+          this.crashes.set(ctx.file, { file: ctx.file, message: rec.message, role: ctx.role, round: ctx.round, step, seen: now, time: rec.time ?? null });
+        }
+        return null;
+      case 'plan':
+        this.plan(roundKey(ctx.role, ctx.round), rec);
         return null;
       case 'settings': {
         const { weights, ...rest } = rec.settings;
@@ -109,6 +150,41 @@ export class RunState {
         return null;
       }
     }
+  }
+
+  private plan(key: string, rec: PlanRecord): void {
+    let p = this.plans.get(key);
+    if (p === undefined) this.plans.set(key, (p = { stated: null, bars: {} }));
+    if (rec.source === 'stated') {
+      p.stated = { total: rec.total, done: rec.done ?? (p.stated?.total === rec.total ? p.stated.done : null) };
+      return;
+    }
+    const k = String(rec.total);
+    const bar = (p.bars[k] ??= { n: 0, done: 0 });
+    bar.n++;
+    bar.done = Math.max(bar.done, rec.done ?? 0);
+    const keys = Object.keys(p.bars);
+    if (keys.length > MAX_BARS) {
+      const least = keys.reduce((a, b) => (p.bars[b]!.n < p.bars[a]!.n ? b : a));
+      delete p.bars[least];
+    }
+  }
+
+  /**
+   * How long a round was meant to train and how far it got by its own count: what the trainer
+   * stated, else the unnamed progress bar drawn most often (Hugging Face's training bar; its
+   * evaluation bars are drawn less). Null when the round said nothing.
+   */
+  planOf(role: Role, round: number | null): { total: number; done: number | null; source: 'stated' | 'bar' } | null {
+    const p = this.plans.get(roundKey(role, round));
+    if (p === undefined) return null;
+    if (p.stated !== null) {
+      const bar = p.bars[String(p.stated.total)];
+      return { total: p.stated.total, done: p.stated.done ?? bar?.done ?? null, source: 'stated' };
+    }
+    let best: [string, { n: number; done: number }] | null = null;
+    for (const e of Object.entries(p.bars)) if (best === null || e[1].n > best[1].n) best = e;
+    return best === null ? null : { total: Number(best[0]), done: best[1].done, source: 'bar' };
   }
 
   toJSON(): RunJSON {
@@ -124,6 +200,8 @@ export class RunState {
       rollouts: this.rollouts,
       formats: { ...this.formats },
       finished: this.finished,
+      crashes: [...this.crashes.values()],
+      plans: Object.fromEntries(this.plans),
     };
   }
 
@@ -153,6 +231,8 @@ export class RunState {
     run.rollouts = j.rollouts ?? null;
     run.formats = j.formats ?? {};
     run.finished = j.finished ?? false;
+    for (const c of j.crashes ?? []) run.crashes.set(c.file, c);
+    for (const [k, p] of Object.entries(j.plans ?? {})) run.plans.set(k, p);
     return run;
   }
 }

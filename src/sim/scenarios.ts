@@ -48,8 +48,8 @@ export const SIM_SCENARIOS = {
     change: 'filter drops every question the generator answers 42% of the time or more',
     expected: ['boundary-share-low', 'generator-regression', 'generator-stall'],
     mayAlso: {
-      ids: ['reward-collapse'],
-      why: 'once the generator answers almost nothing on the hard questions left, every output earns about zero',
+      ids: ['reward-collapse', 'reward-drop'],
+      why: "once the generator answers almost nothing on the hard questions left, every output earns about zero; before that, the generator's own reward falls by a third or more with its accuracy",
     },
     fix: { easy: BASE.easy, unsolvable: BASE.unsolvable },
   },
@@ -58,8 +58,8 @@ export const SIM_SCENARIOS = {
     change: 'filter keeps only questions answered 40%-60% of the time',
     expected: ['boundary-share-high', 'generator-regression', 'generator-stall'],
     mayAlso: {
-      ids: ['round-regression', 'reward-collapse'],
-      why: 'without replay the generator can keep falling round after round: the next selector round then earns less boundary reward with more spread, and once it answers almost nothing every output earns about zero',
+      ids: ['round-regression', 'reward-collapse', 'reward-drop'],
+      why: "without replay the generator can keep falling round after round: the next selector round then earns less boundary reward with more spread, the generator's own reward falls with its accuracy, and once it answers almost nothing every output earns about zero",
     },
     fix: { easy: BASE.easy, unsolvable: BASE.unsolvable },
   },

@@ -6,6 +6,7 @@ import { analyzePaths } from '../../src/pipeline/analyze.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { Finding } from '../../src/detectors/types.js';
 import { silentLogger } from '../../src/util/log.js';
+import { asExpectedGrpo, GRPO_EXPECTED, GRPO_SCENARIO_NAMES, writeGrpoScenario, type GrpoScenarioName } from './grpo-scenarios.js';
 import { asExpectedScenario, EXPECTED, SCENARIO_NAMES, writeScenario, type ScenarioName } from './scenarios.js';
 
 export interface Outcome {
@@ -15,17 +16,42 @@ export interface Outcome {
   findings: Finding[];
 }
 
-export async function runScenario(name: ScenarioName, seed: number): Promise<Outcome> {
+/** Analyses, in process, what `write` puts in a fresh folder; the warning and critical findings. */
+async function analyzeWritten(name: string, write: (dir: string, now: number) => void): Promise<{ ids: string[]; findings: Finding[] }> {
   const dir = mkdtempSync(path.join(tmpdir(), `barwatch-${name}-`));
   try {
     const now = Date.now();
-    writeScenario(dir, name, seed, now);
+    write(dir, now);
     const res = await analyzePaths([dir], loadConfig(null), silentLogger(), () => now);
     const findings = res.findings.filter((f) => f.severity !== 'info');
-    return { scenario: name, seed, ids: [...new Set(findings.map((f) => f.detector))].sort(), findings };
+    return { ids: [...new Set(findings.map((f) => f.detector))].sort(), findings };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+export async function runScenario(name: ScenarioName, seed: number): Promise<Outcome> {
+  return { scenario: name, seed, ...(await analyzeWritten(name, (dir, now) => writeScenario(dir, name, seed, now))) };
+}
+
+export interface GrpoOutcome {
+  scenario: GrpoScenarioName;
+  seed: number;
+  ids: string[];
+  findings: Finding[];
+}
+
+export async function runGrpoScenario(name: GrpoScenarioName, seed: number): Promise<GrpoOutcome> {
+  return { scenario: name, seed, ...(await analyzeWritten(name, (dir) => writeGrpoScenario(dir, name, seed))) };
+}
+
+export async function grpoConfusion(
+  seeds: number[],
+  names: GrpoScenarioName[] = GRPO_SCENARIO_NAMES,
+): Promise<{ outcomes: GrpoOutcome[]; table: string }> {
+  const outcomes: GrpoOutcome[] = [];
+  for (const name of names) for (const seed of seeds) outcomes.push(await runGrpoScenario(name, seed));
+  return { outcomes, table: tableOf(outcomes, GRPO_EXPECTED, names, seeds.length, asExpectedGrpo) };
 }
 
 export async function confusion(seeds: number[], names: ScenarioName[] = SCENARIO_NAMES): Promise<{ outcomes: Outcome[]; table: string }> {

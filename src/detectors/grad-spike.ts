@@ -1,0 +1,69 @@
+/**
+ * grad-spike: the gradient norm jumps to many times its rolling median, again and again: the
+ * optimisation is unstable (a learning rate too high, a bad batch, fp16 overflow) and a
+ * divergence often follows. Zero norms (TRL logs 0.0 on steps whose groups carried no signal) are
+ * left out of the median.
+ */
+import { allSeriesFor } from '../runs/quantities.js';
+import { median } from '../stats/inference.js';
+import { r4 } from './levels.js';
+import type { Detector, Draft, Params } from './types.js';
+
+interface P extends Params {
+  /** A value at least factor x the median of the values before it is a spike. */
+  factor: number;
+  /** Values before each point whose median it is compared with. */
+  window: number;
+  /** Spikes within the horizon that make a finding. */
+  count: number;
+  horizon: number;
+}
+
+export const gradSpike: Detector<P> = {
+  id: 'grad-spike',
+  scope: 'round',
+  description: 'The gradient norm jumps to many times its rolling median, repeatedly.',
+  defaults: { enabled: true, severity: 'warning', factor: 10, window: 20, count: 3, horizon: 50 },
+  every: () => 2,
+  detect(run, p) {
+    const out: Draft[] = [];
+    for (const r of run.orderedRounds()) {
+      for (const s of allSeriesFor(r, 'grad_norm')) {
+        const { steps, values } = s.stats.history.points();
+        const spikes: { step: number; value: number; median: number }[] = [];
+        const prior: number[] = [];
+        for (let i = 0; i < values.length; i++) {
+          const v = values[i]!;
+          let spike = false;
+          if (prior.length >= Math.min(p.window, 5)) {
+            const m = median(prior.slice(-p.window));
+            spike = m > 0 && v >= p.factor * m;
+            if (spike && i >= values.length - p.horizon) spikes.push({ step: steps[i]!, value: v, median: m });
+          }
+          // A spike does not raise the median the next values are judged by.
+          if (v > 0 && !spike) prior.push(v);
+        }
+        if (spikes.length < p.count) continue;
+        const worst = spikes.reduce((a, b) => (b.value / b.median > a.value / a.median ? b : a));
+        out.push({
+          round: r.round,
+          step: spikes[p.count - 1]!.step,
+          severity: p.severity,
+          message: `${s.name} spiked ${spikes.length} times in the last ${p.horizon} steps to ${p.factor}x or more its rolling median (worst ${worst.value.toPrecision(3)} at step ${worst.step}, ${(worst.value / worst.median).toFixed(0)}x): the optimisation is unstable.`,
+          evidence: {
+            series: s.name,
+            spikes: spikes.slice(-10).map((x) => ({ step: x.step, value: r4(x.value), median: r4(x.median) })),
+            spike_count: spikes.length,
+            factor: p.factor,
+            horizon: p.horizon,
+          },
+          recommendation:
+            'Lower the learning rate, clip gradients (verl actor.grad_clip, TRL max_grad_norm), check the batches at the spike steps for outliers; in fp16, use bf16.',
+          series: { role: r.role, round: r.round, name: s.name },
+        });
+        break;
+      }
+    }
+    return out;
+  },
+};

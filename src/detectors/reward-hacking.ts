@@ -1,0 +1,96 @@
+/**
+ * reward-hacking: one reward component rises while the task's own signal falls: the policy has
+ * found a way to be paid without solving the task (a format, length or style reward learned at
+ * the expense of correctness). format-dominance judges BAR-RAG's configured weights; this reads
+ * any run's components: TRL `rewards/<fn>/mean`, verl `reward_extra_info/*`, a reward_history's
+ * components. The task's signal is the accuracy, else a component named for correctness, else
+ * the main reward.
+ */
+import type { RoundState } from '../runs/round.js';
+import type { SeriesStats } from '../runs/series.js';
+import { moments, welch } from '../stats/inference.js';
+import { rewardSeries } from './queries.js';
+import { r4 } from './levels.js';
+import type { Detector, Draft, Params } from './types.js';
+
+interface P extends Params {
+  /** Values needed; the first and the last third of them are compared. */
+  min_points: number;
+  /** The component must rise at least this much... */
+  min_rise: number;
+  /** ...while the task's signal falls at least this much. */
+  min_fall: number;
+  alpha: number;
+}
+
+const TASK = /correct|accura|answer|(^|[/_])acc($|[/_])|exact|(^|[/_])em($|[/_])|f1|solve/i;
+const SHAPING = /format|length|style|xml|tag|think|structure|relevance|count/i;
+
+function component(name: string): string | null {
+  if (name === 'format' || name === 'relevance' || name === 'count') return name;
+  const m = /^(?:rewards|reward_extra_info)\/(.+?)(?:\/mean)?$/.exec(name);
+  return m !== null && SHAPING.test(m[1]!) && !TASK.test(m[1]!) ? name : null;
+}
+
+function taskSeries(r: RoundState): { name: string; stats: SeriesStats } | null {
+  const acc = r.series.get('accuracy');
+  if (acc !== undefined) return { name: 'accuracy', stats: acc };
+  for (const [name, s] of r.series) {
+    const m = /^(?:rewards|reward_extra_info)\/(.+?)(?:\/mean)?$/.exec(name);
+    if (m !== null && TASK.test(m[1]!) && !name.endsWith('/std')) return { name, stats: s };
+  }
+  return rewardSeries(r);
+}
+
+export const rewardHacking: Detector<P> = {
+  id: 'reward-hacking',
+  scope: 'round',
+  description: "One reward component (format, length, style) rises while the task's accuracy or main reward falls.",
+  defaults: { enabled: true, severity: 'warning', min_points: 24, min_rise: 0.05, min_fall: 0.05, alpha: 0.001 },
+  every: () => 4,
+  detect(run, p) {
+    const out: Draft[] = [];
+    for (const r of run.orderedRounds()) {
+      const task = taskSeries(r);
+      if (task === null || task.stats.history.length < p.min_points) continue;
+      const split = (s: SeriesStats): { early: number[]; late: number[]; steps: number[] } => {
+        const { steps, values } = s.history.points();
+        const third = Math.floor(values.length / 3);
+        return { early: values.slice(0, third), late: values.slice(values.length - third), steps };
+      };
+      const t = split(task.stats);
+      const tw = welch(moments(t.early), moments(t.late));
+      const tFall = moments(t.early).mean - moments(t.late).mean;
+      if (!(tFall >= p.min_fall && tw.pLower < p.alpha)) continue;
+      for (const [name, s] of r.series) {
+        if (name === task.name || component(name) === null || s.history.length < p.min_points) continue;
+        const c = split(s);
+        const cw = welch(moments(c.early), moments(c.late));
+        const rise = moments(c.late).mean - moments(c.early).mean;
+        if (!(rise >= p.min_rise && cw.pHigher < p.alpha)) continue;
+        const m = (xs: number[]): number => moments(xs).mean;
+        out.push({
+          round: r.round,
+          step: t.steps[t.steps.length - 1]!,
+          severity: p.severity,
+          message: `${name} rose from ${m(c.early).toFixed(3)} to ${m(c.late).toFixed(3)} while ${task.name} fell from ${m(t.early).toFixed(3)} to ${m(t.late).toFixed(3)} (first vs last third of the last ${t.steps.length} steps): the policy is being paid for ${name} instead of the task.`,
+          evidence: {
+            component: name,
+            component_early: r4(m(c.early)),
+            component_late: r4(m(c.late)),
+            component_welch_t: Math.round(cw.t * 100) / 100,
+            task: task.name,
+            task_early: r4(m(t.early)),
+            task_late: r4(m(t.late)),
+            task_welch_t: Math.round(tw.t * 100) / 100,
+            points: t.steps.length,
+          },
+          recommendation: `Lower the weight of ${name} (or make it a gate that only multiplies a correct answer's reward), read completions that score high on it for a shortcut, and resume from a checkpoint before the task signal fell.`,
+          series: { role: r.role, round: r.round, name: task.name },
+        });
+        break;
+      }
+    }
+    return out;
+  },
+};

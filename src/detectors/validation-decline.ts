@@ -1,0 +1,85 @@
+/**
+ * validation-decline: a validation score falls well below its best while the training reward
+ * holds or rises: the policy is overfitting its training prompts or exploiting the training
+ * reward. Validation series are those whose higher values are better (runs/quantities.ts: verl
+ * `val-core/<set>/<var>/mean@N`, HF `eval_*` accuracies and rewards); they are logged every few
+ * steps, so levels are means of `points` validations.
+ */
+import { isValidationScore, seriesFor } from '../runs/quantities.js';
+import { r4 } from './levels.js';
+import type { Detector, Draft, Params } from './types.js';
+
+interface P extends Params {
+  /** Validations per level (the best level and the recent one). */
+  points: number;
+  /** The fraction of the best level the recent one must lose... */
+  drop: number;
+  /** ...and at least this much in absolute terms. */
+  min_drop: number;
+  /** The training reward counts as holding while it lost at most this fraction. */
+  train_tolerance: number;
+}
+
+function mean(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
+export const validationDecline: Detector<P> = {
+  id: 'validation-decline',
+  scope: 'round',
+  description: 'A validation score falls well below its best while the training reward holds or rises.',
+  defaults: { enabled: true, severity: 'warning', points: 3, drop: 0.1, min_drop: 0.03, train_tolerance: 0.05 },
+  every: () => 2,
+  detect(run, p) {
+    const out: Draft[] = [];
+    for (const r of run.orderedRounds()) {
+      const train = seriesFor(r, 'reward');
+      if (train === null) continue;
+      const tp = train.stats.history.points();
+      for (const [name, s] of r.series) {
+        if (!isValidationScore(name) || s.history.length < 2 * p.points) continue;
+        const { steps, values } = s.history.points();
+        const n = values.length;
+        const recent = mean(values.slice(n - p.points));
+        let best = -Infinity;
+        let bestAt = 0;
+        for (let i = 0; i + p.points <= n - p.points; i++) {
+          const m = mean(values.slice(i, i + p.points));
+          if (m > best) [best, bestAt] = [m, i];
+        }
+        const fall = best - recent;
+        if (!(fall >= Math.max(p.min_drop, p.drop * Math.abs(best)))) continue;
+        // The training reward around the best validations, and since the recent ones began.
+        const around = (from: number, to: number): number[] => tp.values.filter((_, i) => tp.steps[i]! >= from && tp.steps[i]! <= to);
+        const bestSteps = [steps[bestAt]!, steps[bestAt + p.points - 1]!] as const;
+        const then = around(bestSteps[0], bestSteps[1]);
+        const now = around(steps[n - p.points]!, Infinity);
+        if (then.length === 0 || now.length === 0) continue;
+        const trainThen = mean(then);
+        const trainNow = mean(now);
+        if (trainNow < trainThen - p.train_tolerance * Math.abs(trainThen)) continue;
+        out.push({
+          round: r.round,
+          step: steps[n - 1]!,
+          severity: p.severity,
+          message: `${name} fell from ${best.toFixed(3)} (steps ${bestSteps[0]}-${bestSteps[1]}) to ${recent.toFixed(3)} (last ${p.points} validations) while the training reward ${train.name} went ${trainThen.toFixed(3)} -> ${trainNow.toFixed(3)}: the policy is overfitting or exploiting the training reward.`,
+          evidence: {
+            series: name,
+            best_level: r4(best),
+            best_steps: bestSteps,
+            recent_level: r4(recent),
+            points: p.points,
+            train_series: train.name,
+            train_then: r4(trainThen),
+            train_now: r4(trainNow),
+          },
+          recommendation:
+            'Keep the checkpoint of the best validation; read training completions for a pattern the reward pays for but the task does not; lower the learning rate or raise the KL coefficient, or stop early.',
+          series: { role: r.role, round: r.round, name },
+        });
+        break;
+      }
+    }
+    return out;
+  },
+};
