@@ -202,7 +202,7 @@ describe('barwatch analyze with findings', () => {
     writeScenario(path.join(root, 'osc'), 'oscillating', 2);
     const { status, doc } = analyzeJson([root]);
     assert.equal(status, 1);
-    const f = doc.runs[0]!.findings as Record<string, unknown>[];
+    const f = doc.runs[0]!.findings as unknown as Record<string, unknown>[];
     assert.equal(f.length, 2);
     for (const x of f) {
       assert.deepEqual(Object.keys(x).sort(), ['detector', 'evidence', 'message', 'recommendation', 'round', 'run', 'severity', 'step']);

@@ -1,6 +1,6 @@
 /** Every file in ../shared/real-logs/ through `barwatch analyze --format json`. */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { analyzeJson } from './helpers/cli.js';
@@ -54,7 +54,12 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
   });
 
   test('verl console with reward_extra_info components (full precision)', () => {
-    const run = one('verl-console-reward-extra-info-format-sample.log');
+    // Two steps of a planned 563,250 and no finish line: run-stopped-short (exit 1).
+    const run = one('verl-console-reward-extra-info-format-sample.log', 1);
+    assert.deepEqual(
+      run.findings.map((f) => f.detector),
+      ['run-stopped-short'],
+    );
     const r = run.rounds[0]!;
     assert.equal(r.steps, 2);
     // The expected mean comes from the log itself (read from ../shared, its values not copied here).
@@ -80,7 +85,8 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
   });
 
   test('TRL trainer_state with 5 reward functions: format_reward_fn becomes format', () => {
-    const run = one('trl-grpo-5-components-trainer_state-erratic.json');
+    // Its completions are cut at the limit (clipped ratio 0.95-1.0): length-at-limit (exit 1).
+    const run = one('trl-grpo-5-components-trainer_state-erratic.json', 1);
     const r = run.rounds[0]!;
     assert.equal(r.steps, 40);
     assert.equal(r.series['format']!.n, 40);
@@ -145,12 +151,12 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     }
   });
 
-  test('the collapse log gives reward-collapse (critical) and nothing else, at the step the reward has sat at 0 for the window', () => {
+  test('the collapse log gives reward-collapse (critical), at the step the reward has sat at 0 for most of the window, and its truncation', () => {
     const run = one('trl-console-grpo-collapse.log', 1);
     const f = run.findings as { detector: string; severity: string; step: number; evidence: Record<string, unknown> }[];
     assert.deepEqual(
       f.map((x) => x.detector),
-      ['reward-collapse'],
+      ['reward-collapse', 'length-at-limit'],
     );
     assert.equal(f[0]!.severity, 'critical');
     assert.ok((f[0]!.evidence['frac_reward_zero_std'] as number) >= 0.9);
@@ -172,7 +178,9 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     const { status, doc } = analyzeJson([REAL_LOGS]);
     assert.equal(status, 1);
     const files = doc.runs.flatMap((r) => r.files);
-    assert.equal(files.length, 8);
+    // Every log and trainer_state in the folder and its subfolders (SOURCES.md is no log).
+    const logs = readdirSync(REAL_LOGS, { recursive: true, encoding: 'utf8' }).filter((f) => /\.(log|json)$/.test(f));
+    assert.equal(files.length, logs.length);
     assert.equal(
       files.reduce((a, f) => a + f.malformed, 0),
       0,

@@ -23,6 +23,7 @@ import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { asExpectedScenario, SCENARIO_NAMES, scenarioWrites } from './helpers/scenarios.js';
 import { asExpected } from './helpers/sim-confusion.js';
+import { asExpectedGrpo, GRPO_SCENARIO_NAMES, grpoWrites } from './helpers/grpo-scenarios.js';
 
 const SCOPE = new Map(DETECTORS.map((d) => [d.id, d.scope]));
 const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');
@@ -56,12 +57,14 @@ async function watchWhileWriting(
   settled?: (d: DaemonProcess) => Promise<unknown>,
   /** stale-run's min_silence: short where a scenario stops writing on purpose, long where none does (a busy CI may pause a writer for seconds). */
   staleAfter = '4s',
+  /** More detector settings, YAML lines under `detectors:`. */
+  detectors = '',
 ): Promise<{ alerts: AlertLine[]; offline: Finding[] }> {
   const state = path.join(root, 'state');
   const cfg = path.join(root, 'barwatch.yaml');
   writeFileSync(
     cfg,
-    `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: ${staleAfter}}\n`,
+    `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: ${staleAfter}}\n${detectors}`,
   );
   const runs = path.join(root, 'runs');
   const d = new DaemonProcess([runs, '--config', cfg]);
@@ -197,6 +200,43 @@ describe('watch equals analyze, written live', () => {
   test('every scenario at a steady pace (25 writes, then 1 ms)', (t) => scenariosLive(t, 4, 25, 1));
 
   test('every scenario in bursts (1,500 writes across files and rounds, then 200 ms)', (t) => scenariosLive(t, 5, 1500, 200));
+
+  test('every training-health scenario, verl and TRL consoles side by side, at a steady pace', async (t) => {
+    const root = tempDir();
+    const now = Date.now();
+    const seeds = [5, 6];
+    const runOf = (name: string, seed: number): string => path.join(root, 'runs', `${name}-s${seed}`);
+    const writes = seeds.flatMap((seed) =>
+      GRPO_SCENARIO_NAMES.flatMap((name) => grpoWrites(name, seed, now).map((w) => ({ ...w, file: path.join(runOf(name, seed), w.file) }))),
+    );
+    writes.sort((a, b) => a.time - b.time);
+    const planFile = path.join(root, 'plan.json');
+    writeFileSync(planFile, JSON.stringify({ writes: writes.map(({ file, text }) => ({ file, text })), every: 25, pauseMs: 1 }));
+    // A crash and a run that stops short say so only after a silence: short ones here, and long
+    // enough that a writer paused by a busy machine is not taken for either.
+    const { alerts, offline } = await watchWhileWriting(
+      root,
+      () => replay(planFile),
+      (d) =>
+        d.waitFor(
+          () =>
+            d.logs.filter((l) => l.msg.startsWith('firing: run-crashed')).length >= seeds.length &&
+            d.logs.filter((l) => l.msg.startsWith('firing: run-stopped-short')).length >= seeds.length,
+          60_000,
+        ),
+      '10m',
+      '  run-crashed: {grace: 3s}\n  run-stopped-short: {min_silence: 15s}\n',
+    );
+    const rows = [...HEADER];
+    for (const seed of seeds)
+      for (const name of GRPO_SCENARIO_NAMES) {
+        const run = runOf(name, seed);
+        const ids = [...new Set(offline.filter((f) => f.run === run).map((f) => f.detector))].sort();
+        assert.ok(asExpectedGrpo({ scenario: name, ids }), `${name} seed ${seed}: analyze gives ${ids.join(', ') || 'nothing'}`);
+        rows.push(...liveEqualsAnalyze(`${name}-s${seed}`, run, alerts, offline));
+      }
+    for (const row of rows) t.diagnostic(row);
+  });
 
   test('every simulator scenario, written by barwatch simulate at 400 steps a second', async (t) => {
     const root = tempDir();

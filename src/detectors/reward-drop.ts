@@ -1,13 +1,14 @@
 /**
- * reward-drop: the main reward falls well beyond its noise and stays lower: a change point after
- * which the mean sits at least `drop` (30%) below its level before, for at least `min_after`
- * steps, with a Welch test that the two means differ. A fall to about zero is reward-collapse's
+ * reward-drop: the main reward falls well beyond its noise and stays lower: a change point where
+ * the mean of the `min_after` steps after it sits at least `drop` (25%) below the mean of the
+ * `before_points` steps before it (a Welch test says they differ), and the last `min_after`
+ * steps are still that low. A slow slide is no change point (generator-regression reads trends). A fall to about zero is reward-collapse's
  * (that detector also asks that the spread is gone); this one speaks for falls that stop short of
  * zero (a real run: 0.31 -> 0.06; another 0.90 -> 0.55).
  */
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
-import { welch } from '../stats/inference.js';
+import { median, welch } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -15,7 +16,7 @@ interface P extends Params {
   min_after: number;
   /** Steps before the change point its level is taken from (at most). */
   before_points: number;
-  /** The fraction of its earlier level the reward must lose. */
+  /** The fraction of its level before the change the reward must lose. */
   drop: number;
   /** A reward whose level after the fall is within this of zero is reward-collapse's. */
   zero_level: number;
@@ -26,8 +27,8 @@ interface P extends Params {
 export const rewardDrop: Detector<P> = {
   id: 'reward-drop',
   scope: 'round',
-  description: 'The main reward falls well beyond its noise and stays at least 30% below its earlier level.',
-  defaults: { enabled: true, severity: 'warning', min_after: 10, before_points: 20, drop: 0.3, zero_level: 0.05, alpha: 0.001 },
+  description: 'The main reward falls well beyond its noise and stays at least 25% below its level before the fall.',
+  defaults: { enabled: true, severity: 'warning', min_after: 10, before_points: 20, drop: 0.25, zero_level: 0.05, alpha: 0.001 },
   every: () => 2,
   detect(run, p) {
     const out: Draft[] = [];
@@ -51,17 +52,19 @@ export const rewardDrop: Detector<P> = {
         return { n: m, mean, variance: Math.max(0, (s2[b]! - s2[a]! - m * mean * mean) / (m - 1)) };
       };
       const tail = seg(n - p.min_after, n);
-      // A reward that sits at about zero now is reward-collapse's.
-      if (Math.abs(tail.mean) <= p.zero_level) continue;
+      // A reward that sits at about zero now, or is on its way there (half the last steps at ~0
+      // already), is reward-collapse's.
+      if (Math.abs(median(values.slice(n - p.min_after))) <= p.zero_level) continue;
       let best: { k: number; before: ReturnType<typeof seg>; after: ReturnType<typeof seg>; t: number; p: number } | null = null;
       for (let k = minBefore; k <= n - p.min_after; k++) {
+        // A fall, not a slide: the steps just after k against the steps just before it.
         const before = seg(Math.max(0, k - p.before_points), k);
-        const after = seg(k, n);
+        const after = seg(k, k + p.min_after);
         const lower = before.mean - p.drop * Math.abs(before.mean);
         if (!(after.mean <= lower && tail.mean <= lower)) continue;
         const w = welch(before, after);
         if (!(w.pLower < p.alpha)) continue;
-        if (best === null || w.t < best.t) best = { k, before, after, t: w.t, p: w.pLower };
+        if (best === null || w.t < best.t) best = { k, before, after: seg(k, n), t: w.t, p: w.pLower };
       }
       if (best === null) continue;
       const fell = 1 - best.after.mean / best.before.mean;

@@ -4,7 +4,8 @@
  * the expense of correctness). format-dominance judges BAR-RAG's configured weights; this reads
  * any run's components: TRL `rewards/<fn>/mean`, verl `reward_extra_info/*`, a reward_history's
  * components. The task's signal is the accuracy, else a component named for correctness, else
- * the main reward.
+ * the main reward (a BAR-RAG selector's is its boundary reward: its accuracy should move to c, not
+ * up).
  */
 import type { RoundState } from '../runs/round.js';
 import type { SeriesStats } from '../runs/series.js';
@@ -24,15 +25,18 @@ interface P extends Params {
 }
 
 const TASK = /correct|accura|answer|(^|[/_])acc($|[/_])|exact|(^|[/_])em($|[/_])|f1|solve/i;
-const SHAPING = /format|length|style|xml|tag|think|structure|relevance|count/i;
+const SHAPING = /format|length|style|xml|tag|think|structure/i;
 
 function component(name: string): string | null {
-  if (name === 'format' || name === 'relevance' || name === 'count') return name;
+  if (name === 'format') return name;
   const m = /^(?:rewards|reward_extra_info)\/(.+?)(?:\/mean)?$/.exec(name);
   return m !== null && SHAPING.test(m[1]!) && !TASK.test(m[1]!) ? name : null;
 }
 
 function taskSeries(r: RoundState): { name: string; stats: SeriesStats } | null {
+  // A BAR-RAG selector aims its accuracy at c, not up: its task is the boundary reward.
+  const boundary = r.series.get('boundary');
+  if (boundary !== undefined) return { name: 'boundary', stats: boundary };
   const acc = r.series.get('accuracy');
   if (acc !== undefined) return { name: 'accuracy', stats: acc };
   for (const [name, s] of r.series) {

@@ -137,7 +137,15 @@ export class RunState {
         // An error after the trainer said it finished (a crash while shutting down) lost nothing.
         if (!this.finished) {
           const step = this.rounds.get(roundKey(ctx.role, ctx.round))?.lastStep ?? this.last?.lastStep ?? null;
-          this.crashes.set(ctx.file, { file: ctx.file, message: rec.message, role: ctx.role, round: ctx.round, step, seen: now, time: rec.time ?? null });
+          this.crashes.set(ctx.file, {
+            file: ctx.file,
+            message: rec.message,
+            role: ctx.role,
+            round: ctx.round,
+            step,
+            seen: now,
+            time: rec.time ?? null,
+          });
         }
         return null;
       case 'plan':

@@ -56,11 +56,21 @@ export interface RoundDoc {
   signal_share?: { share: Record<string, number> };
 }
 
+export interface FindingDoc {
+  detector: string;
+  severity: string;
+  round: number | null;
+  step: number | null;
+  message: string;
+  evidence: Record<string, unknown>;
+  recommendation: string | null;
+}
+
 export interface RunDoc {
   run: string;
   format: string;
   rounds: RoundDoc[];
-  findings: unknown[];
+  findings: FindingDoc[];
   settings: Record<string, unknown>;
   rollouts: { k: number } | null;
   filter: Record<string, number | null> | null;
