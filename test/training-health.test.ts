@@ -10,7 +10,6 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { DetectorEngine } from '../src/detectors/engine.js';
 import { DETECTORS } from '../src/detectors/index.js';
-import type { Params } from '../src/detectors/types.js';
 import { FatalReader, parsePlan } from '../src/parsers/fatal.js';
 import { TextLogParser } from '../src/parsers/train-log.js';
 import type { ParsedRecord } from '../src/parsers/types.js';
@@ -28,7 +27,7 @@ const CTX = { role: 'unknown' as const, round: null, format: 'train-log' as cons
 function judge(records: ParsedRecord[], live = false, now = 0): string[] {
   const run = new RunState('run', OPTS);
   for (const r of records) run.apply(r, CTX, 0);
-  const params = Object.fromEntries(DETECTORS.map((d) => [d.id, d.defaults as Params]));
+  const params = Object.fromEntries(DETECTORS.map((d) => [d.id, d.defaults]));
   const engine = new DetectorEngine(params);
   engine.evaluate(run, { now, live, final: !live });
   return engine.findings().map((f) => f.detector);

@@ -78,6 +78,27 @@ function roundCharts(run, round, previous) {
       ),
     );
   }
+  // The series of ordinary RL training (reward, entropy, KL, length, clipped ratio, grad norm),
+  // for every run: a verl or TRL log has these and nothing of BAR-RAG's.
+  for (const t of round.training ?? []) {
+    const c = t.curve;
+    const x = rel(c, first);
+    const where = `${round.role === 'unknown' ? 'run' : `${round.role} round ${round.round ?? '-'}`}`;
+    out.push(
+      figure(
+        `${t.label} (${t.series}), ${where}: rolling mean, +-1 sd band`,
+        chart({
+          title: `${t.label}, ${where}`,
+          lines: [
+            { x, y: c.mean, cls: 'mean', label: t.series },
+            { x, y: c.roll_mean, cls: 'roll', label: 'rolling mean' },
+          ],
+          band: { x, lo: c.roll_mean.map((m, i) => m - c.roll_sd[i]), hi: c.roll_mean.map((m, i) => m + c.roll_sd[i]) },
+          markers: markersFor(run.findings, round, t.series),
+        }),
+      ),
+    );
+  }
   if (round.signal !== null) {
     out.push(
       el(

@@ -25,6 +25,24 @@ const SPREAD = ['reward_std', 'total_std', 'boundary_std'];
 const MOSTLY = 0.75;
 
 /**
+ * The start (an index into `values`) of the stretch at the end in which the reward sits at ~0:
+ * the earliest ~0 value from which on at least 75% of the values are ~0, when that stretch is at
+ * least `window` long; else null. A non-zero value (one lucky group) neither ends the stretch nor
+ * moves its start, so the finding neither flickers nor names a late onset.
+ */
+export function collapsedFrom(values: readonly number[], level: number, window: number): number | null {
+  const n = values.length;
+  let from: number | null = null;
+  let near = 0;
+  for (let j = n - 1; j >= 0; j--) {
+    if (Math.abs(values[j]!) > level) continue;
+    near++;
+    if (near >= MOSTLY * (n - j)) from = j;
+  }
+  return from !== null && n - from >= window ? from : null;
+}
+
+/**
  * Whether a round's reward sits at about zero now after having been higher, by reward-collapse's
  * default levels (no-learning-signal leaves such a round to this detector, which says more).
  */
@@ -33,12 +51,7 @@ export function rewardAtZero(r: RoundState): boolean {
   const rs = rewardSeries(r);
   if (rs === null) return false;
   const v = rs.stats.history.points().values;
-  if (v.length < d.window + 2) return false;
-  const last = v.slice(-d.window);
-  return (
-    last.filter((x) => Math.abs(x) <= d.level).length >= Math.ceil(MOSTLY * d.window) &&
-    Math.max(...rs.stats.curve.means()) >= d.earlier_min
-  );
+  return collapsedFrom(v, d.level, d.window) !== null && Math.max(...rs.stats.curve.means()) >= d.earlier_min;
 }
 
 export const rewardCollapse: Detector<P> = {
@@ -55,12 +68,10 @@ export const rewardCollapse: Detector<P> = {
       const pts = rs.stats.history.points();
       const n = pts.values.length;
       if (n < p.window + 2) continue;
+      const i = collapsedFrom(pts.values, p.level, p.window);
+      if (i === null) continue;
       const last = pts.values.slice(-p.window);
-      // Most of the window at ~0, not every value: a single non-zero reward (one lucky group) does
-      // not end a collapse.
-      const near = (x: number): boolean => Math.abs(x) <= p.level;
-      if (last.filter(near).length < Math.ceil(MOSTLY * p.window) || !near(last[last.length - 1]!)) continue;
-      const before = pts.values.slice(0, n - p.window);
+      const before = pts.values.slice(0, i);
       const earlier = Math.max(...rs.stats.curve.means(), ...before);
       if (!(earlier >= p.earlier_min)) continue;
       const evidence: Record<string, unknown> = {
@@ -92,15 +103,6 @@ export const rewardCollapse: Detector<P> = {
         }
       }
       if (!spreadGone) continue;
-      // The first step of the collapsed stretch: the earliest ~0 value from which on most values
-      // are ~0 (so an outlier inside the stretch does not move its start).
-      let i = n - 1;
-      let nearCount = 0;
-      for (let j = n - 1; j >= 0; j--) {
-        if (near(pts.values[j]!)) nearCount++;
-        if (nearCount < MOSTLY * (n - j)) break;
-        if (near(pts.values[j]!)) i = j;
-      }
       out.push({
         round: r.round,
         step: pts.steps[Math.min(i + p.window - 1, n - 1)]!,

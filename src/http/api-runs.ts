@@ -3,6 +3,7 @@
  * the curves barwatch keeps (at most curve_buckets points a series, however long the round), its
  * filter histograms, config values and findings.
  */
+import { CHARTED, QUANTITY_LABELS, seriesFor } from '../runs/quantities.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GUIDE_ACCURACY, targetOf } from '../detectors/queries.js';
 import { BOUNDARY_HIGH, BOUNDARY_LOW } from '../parsers/types.js';
@@ -142,6 +143,12 @@ export function runDetail(run: RunState, src: WebSource): unknown {
         last_step: r.lastStep,
         boundary: curveOf(r, 'boundary'),
         accuracy: curveOf(r, 'accuracy'),
+        // The series the training-health detectors read, for runs of any kind.
+        training: CHARTED.flatMap((q) => {
+          const found = seriesFor(r, q);
+          const curve = found === null ? null : curveOf(r, found.name);
+          return curve === null ? [] : [{ quantity: q, label: QUANTITY_LABELS[q], series: found!.name, curve }];
+        }),
         signal: share === null ? null : { share: share.share, weights: share.weights },
       };
     }),

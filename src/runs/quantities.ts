@@ -76,8 +76,26 @@ export function allSeriesFor(round: RoundState, q: Quantity): { name: string; st
   return out;
 }
 
-/** Quantities worth a chart on a run that is not BAR-RAG, in the order the page draws them. */
+/** Quantities worth a chart on any run, in the order the page draws them. */
 export const CHARTED: readonly Quantity[] = ['reward', 'entropy', 'kl_ref', 'response_length', 'clip_ratio', 'grad_norm'];
+
+/** What a chart of each quantity is titled. */
+export const QUANTITY_LABELS: Record<Quantity, string> = {
+  reward: 'Reward',
+  reward_std: 'Within-step reward spread',
+  zero_std_fraction: 'Groups with no reward spread',
+  score_max: 'Highest score',
+  score_min: 'Lowest score',
+  entropy: 'Policy entropy',
+  kl_ref: 'KL to the reference policy',
+  kl_update: 'KL between sampling and updated policy',
+  response_length: 'Mean response length (tokens)',
+  response_length_max: 'Longest response (tokens)',
+  clip_ratio: 'Responses cut at the length limit',
+  grad_norm: 'Gradient norm',
+  loss: 'Loss',
+  rollout_probs_diff: 'Trainer vs rollout probability gap',
+};
 
 /**
  * Validation series whose higher values are better: verl `val-core/<set>/<var>/mean@N` and

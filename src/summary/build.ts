@@ -5,6 +5,7 @@
  * charts of the boundary reward and the accuracy per round.
  */
 import { roundsOf, targetOf } from '../detectors/queries.js';
+import { CHARTED, seriesFor } from '../runs/quantities.js';
 import type { RunState } from '../runs/run.js';
 import { Journal } from '../state/journal.js';
 import { signalShares } from '../runs/signal.js';
@@ -88,6 +89,17 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
       html.push(
         `<table border="1" cellpadding="4" cellspacing="0"><tr><th>selector round</th><th>boundary mean</th><th>boundary variance</th><th>accuracy (c=${c})</th><th>boundary signal share</th></tr>${rows.join('')}</table>`,
       );
+    }
+    // Any run (a verl or TRL log, or a BAR-RAG round's own training): the health series' levels.
+    for (const r of run.orderedRounds()) {
+      const parts = CHARTED.flatMap((q) => {
+        const found = seriesFor(r, q);
+        return found === null || found.stats.window.n === 0 ? [] : [`${found.name} ${f3(found.stats.window.mean)}`];
+      });
+      if (parts.length === 0 || (r.role === 'selector' && r.series.has('boundary'))) continue;
+      const where = r.role === 'unknown' ? 'training' : `${r.role} round ${r.round ?? '-'}`;
+      text.push(`  ${where} (${r.steps} steps, recent means): ${parts.join(', ')}`);
+      html.push(`<p>${escapeHtml(where)} (${r.steps} steps, recent means): ${escapeHtml(parts.join(', '))}</p>`);
     }
     const share = run.filter.postShare;
     if (share !== null) {
