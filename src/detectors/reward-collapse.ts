@@ -25,19 +25,23 @@ const SPREAD = ['reward_std', 'total_std', 'boundary_std'];
 const MOSTLY = 0.75;
 
 /**
- * The start (an index into `values`) of the stretch at the end in which the reward sits at ~0:
- * the earliest ~0 value from which on at least 75% of the values are ~0, when that stretch is at
- * least `window` long; else null. A non-zero value (one lucky group) neither ends the stretch nor
- * moves its start, so the finding neither flickers nor names a late onset.
+ * The start (an index into `values`) of the stretch at the end in which the reward sits at ~0, or
+ * null: the earliest ~0 value from which on the values average ~0 (at most `level`) and at least
+ * 75% of them are within twice that, when the stretch is at least `window` long. A non-zero value
+ * (one lucky group) neither ends the stretch nor moves its start, so the finding neither flickers
+ * nor names a late onset.
  */
 export function collapsedFrom(values: readonly number[], level: number, window: number): number | null {
   const n = values.length;
   let from: number | null = null;
-  let near = 0;
+  let sum = 0;
+  let close = 0;
   for (let j = n - 1; j >= 0; j--) {
-    if (Math.abs(values[j]!) > level) continue;
-    near++;
-    if (near >= MOSTLY * (n - j)) from = j;
+    const a = Math.abs(values[j]!);
+    sum += a;
+    if (a <= 2 * level) close++;
+    const len = n - j;
+    if (a <= level && sum <= level * len && close >= MOSTLY * len) from = j;
   }
   return from !== null && n - from >= window ? from : null;
 }
