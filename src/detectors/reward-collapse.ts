@@ -100,8 +100,11 @@ export const rewardCollapse: Detector<P> = {
           evidence['within_step_std'] = Math.round(mean * 1e4) / 1e4;
           spreadGone = mean <= p.max_std;
         } else {
-          const mean = last.reduce((a, b) => a + b, 0) / last.length;
-          const sd2 = Math.sqrt(last.reduce((a, b) => a + (b - mean) ** 2, 0) / (last.length - 1));
+          // Over the whole collapsed stretch, not the last window: a window's spread moves with
+          // each lucky group, the stretch's settles.
+          const stretch = pts.values.slice(i);
+          const mean = stretch.reduce((a, b) => a + b, 0) / stretch.length;
+          const sd2 = Math.sqrt(stretch.reduce((a, b) => a + (b - mean) ** 2, 0) / (stretch.length - 1));
           evidence['across_step_sd'] = Math.round(sd2 * 1e4) / 1e4;
           spreadGone = sd2 <= p.max_std / 2;
         }
