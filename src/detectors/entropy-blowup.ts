@@ -4,7 +4,7 @@
  * comes before a reward collapse. Seen in real runs as 0.47 -> 4.70.
  */
 import { seriesFor } from '../runs/quantities.js';
-import { earlyLevel, r4, recentMedian } from './levels.js';
+import { againstEarly, r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -26,10 +26,9 @@ export const entropyBlowup: Detector<P> = {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {
       const s = seriesFor(r, 'entropy');
-      if (s === null || s.stats.history.length < p.early_points + p.window) continue;
-      const early = earlyLevel(s.stats, p.early_points);
-      const now = recentMedian(s.stats, p.window);
-      if (early === null || now === null || !(early.mean > 0)) continue;
+      const levels = s === null ? null : againstEarly(s.stats, p.early_points, p.window);
+      if (s === null || levels === null || !(levels.early.mean > 0)) continue;
+      const { early, now } = levels;
       if (!(now.median >= p.factor * early.mean && now.median >= p.level)) continue;
       const ratio = now.median / early.mean;
       out.push({

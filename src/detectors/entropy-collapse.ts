@@ -6,7 +6,7 @@
  * 0.006 with the reward at 0.9).
  */
 import { seriesFor } from '../runs/quantities.js';
-import { earlyLevel, r4, recentMedian } from './levels.js';
+import { againstEarly, r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -30,10 +30,9 @@ export const entropyCollapse: Detector<P> = {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {
       const s = seriesFor(r, 'entropy');
-      if (s === null || s.stats.history.length < p.early_points + p.window) continue;
-      const early = earlyLevel(s.stats, p.early_points);
-      const now = recentMedian(s.stats, p.window);
-      if (early === null || now === null || !(early.mean > 0)) continue;
+      const levels = s === null ? null : againstEarly(s.stats, p.early_points, p.window);
+      if (s === null || levels === null || !(levels.early.mean > 0)) continue;
+      const { early, now } = levels;
       const byFactor = now.median <= early.mean / p.factor;
       const byFloor = now.median <= p.floor && early.mean >= 3 * p.floor;
       if (!byFactor && !byFloor) continue;

@@ -32,7 +32,8 @@ export const gradSpike: Detector<P> = {
         const { steps, values } = s.stats.history.points();
         const spikes: { step: number; value: number; median: number }[] = [];
         const prior: number[] = [];
-        for (let i = 0; i < values.length; i++) {
+        // Only the horizon is judged; the values before it serve as its medians.
+        for (let i = Math.max(0, values.length - p.horizon - 2 * p.window); i < values.length; i++) {
           const v = values[i]!;
           let spike = false;
           if (prior.length >= Math.min(p.window, 5)) {

@@ -7,7 +7,7 @@
  * 0.01-0.05), past 0.1 an update too large for the clip to hold.
  */
 import { allSeriesFor, type Quantity } from '../runs/quantities.js';
-import { earlyLevel, r4, recentMedian } from './levels.js';
+import { againstEarly, r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -38,10 +38,9 @@ export const klBlowup: Detector<P> = {
     for (const r of run.orderedRounds()) {
       for (const [q, levelKey, what] of KINDS) {
         for (const s of allSeriesFor(r, q)) {
-          if (s.stats.history.length < p.early_points + p.window) continue;
-          const early = earlyLevel(s.stats, p.early_points);
-          const now = recentMedian(s.stats, p.window);
-          if (early === null || now === null) continue;
+          const levels = againstEarly(s.stats, p.early_points, p.window);
+          if (levels === null) continue;
+          const { early, now } = levels;
           const threshold = Math.max(p[levelKey], p.factor * Math.abs(early.mean));
           const above = now.values.filter((v) => v >= threshold).length;
           if (!(now.median >= threshold && above >= Math.ceil(0.8 * p.window))) continue;

@@ -11,35 +11,42 @@ export function r4(x: number): number {
   return Math.round(x * 1e4) / 1e4;
 }
 
+/** The mean of some values (NaN for none). */
+export function mean(xs: readonly number[]): number {
+  let sum = 0;
+  for (const x of xs) sum += x;
+  return sum / xs.length;
+}
+
 /**
  * The series' early level: the mean of its first `points` values, read from the whole-round curve
  * (exact while the round has at most `curve_buckets` points; in a longer round the curve's first
  * bucket, about 1% of the round). Null before the series has `points` values.
  */
 export function earlyLevel(s: SeriesStats, points: number): { mean: number; n: number; lastStep: number } | null {
-  const buckets = s.curve.toJSON().buckets;
-  let n = 0;
-  let sum = 0;
-  for (const b of buckets) {
-    n += b.n;
-    sum += b.mean * b.n;
-    if (n >= points) return { mean: sum / n, n, lastStep: b.lastStep };
-  }
-  return null;
-}
-
-/** The last `n` kept values and their steps, oldest first. */
-export function lastPoints(s: SeriesStats, n: number): { steps: number[]; values: number[] } {
-  const p = s.history.points();
-  const from = Math.max(0, p.values.length - n);
-  return { steps: p.steps.slice(from), values: p.values.slice(from) };
+  return s.curve.headMean(points);
 }
 
 /** The median of the last `n` kept values, or null while fewer are kept. */
 export function recentMedian(s: SeriesStats, n: number): { median: number; steps: number[]; values: number[] } | null {
-  const p = lastPoints(s, n);
+  const p = s.history.points(n);
   if (p.values.length < n) return null;
   return { median: median(p.values), ...p };
+}
+
+/**
+ * Where a series started and where it sits now: the mean of its first `early` values and the
+ * median of its last `window`, once it has both (entropy, KL: a level against its own start).
+ */
+export function againstEarly(
+  s: SeriesStats,
+  early: number,
+  window: number,
+): { early: { mean: number; n: number }; now: { median: number; steps: number[]; values: number[] } } | null {
+  if (s.history.length < early + window) return null;
+  const e = earlyLevel(s, early);
+  const now = recentMedian(s, window);
+  return e === null || now === null ? null : { early: e, now };
 }
 
 /** Medians of each run of `w` values ending at each index (NaN before the first full run). */

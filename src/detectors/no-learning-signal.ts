@@ -8,7 +8,7 @@
  */
 import { seriesFor } from '../runs/quantities.js';
 import type { RoundState } from '../runs/round.js';
-import { lastPoints, r4 } from './levels.js';
+import { mean, r4 } from './levels.js';
 import { rewardAtZero } from './reward-collapse.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -28,16 +28,12 @@ interface Sign {
   steps: number[];
 }
 
-function mean(xs: readonly number[]): number {
-  return xs.reduce((a, b) => a + b, 0) / xs.length;
-}
-
 /** The first sign of no signal over the last `w` steps, or null. */
 function sign(r: RoundState, p: P): Sign | null {
   const w = p.window;
   const zs = seriesFor(r, 'zero_std_fraction');
   if (zs !== null && zs.stats.history.length >= w) {
-    const pts = lastPoints(zs.stats, w);
+    const pts = zs.stats.history.points(w);
     const m = mean(pts.values);
     // frac_reward_zero_std speaks for itself; no other sign is read where it is logged.
     if (!(m >= p.zero_std_frac)) return null;
@@ -50,7 +46,7 @@ function sign(r: RoundState, p: P): Sign | null {
   }
   const sd = seriesFor(r, 'reward_std');
   if (sd !== null && sd.stats.history.length >= w) {
-    const pts = lastPoints(sd.stats, w);
+    const pts = sd.stats.history.points(w);
     const m = mean(pts.values);
     if (!(m <= p.max_std)) return null;
     return {
@@ -63,8 +59,8 @@ function sign(r: RoundState, p: P): Sign | null {
   const hi = seriesFor(r, 'score_max');
   const lo = seriesFor(r, 'score_min');
   if (hi !== null && lo !== null && hi.stats.history.length >= w && lo.stats.history.length >= w) {
-    const a = lastPoints(hi.stats, w);
-    const b = lastPoints(lo.stats, w);
+    const a = hi.stats.history.points(w);
+    const b = lo.stats.history.points(w);
     if (!a.values.every((v, i) => v === b.values[i] && a.steps[i] === b.steps[i])) return null;
     return {
       why: `every sample scored the same (${hi.name} = ${lo.name} = ${a.values[w - 1]}) on each of the last ${w} steps`,
@@ -76,8 +72,8 @@ function sign(r: RoundState, p: P): Sign | null {
   const g = seriesFor(r, 'grad_norm');
   const l = seriesFor(r, 'loss');
   if (g !== null && l !== null && g.stats.history.length >= w && l.stats.history.length >= w) {
-    const a = lastPoints(g.stats, w);
-    const b = lastPoints(l.stats, w);
+    const a = g.stats.history.points(w);
+    const b = l.stats.history.points(w);
     if (!a.values.every((v) => v === 0) || !b.values.every((v) => v === 0)) return null;
     return {
       why: `${g.name} and ${l.name} were exactly 0 on each of the last ${w} steps`,

@@ -1,5 +1,7 @@
 /** nonfinite-reward: NaN or Infinity in a reward or accuracy value. */
-import type { Detector, Draft, Params } from './types.js';
+import type { RunState } from '../runs/run.js';
+import type { SeriesStats } from '../runs/series.js';
+import type { Detector, Draft, Params, Severity } from './types.js';
 
 const WATCHED = /^(boundary|relevance|format|count|total|reward|accuracy)$|reward|score|(^|\/)acc/;
 
@@ -12,6 +14,42 @@ interface P extends Params {
   enabled: boolean;
 }
 
+/**
+ * One finding per round whose series that `keep` admits hold NaN or Infinity: the first such value
+ * named with its step, every series counted. Shared by nonfinite-reward and nonfinite-metric.
+ */
+export function nonfiniteDrafts(
+  run: RunState,
+  keep: (name: string, s: SeriesStats) => boolean,
+  severity: Severity,
+  meaning: string,
+  recommendation: string,
+): Draft[] {
+  const out: Draft[] = [];
+  for (const r of run.orderedRounds()) {
+    const bad: { series: string; count: number; firstStep: number | null; value: string | null }[] = [];
+    for (const [name, s] of r.series) {
+      if (s.nonfinite.count > 0 && keep(name, s)) {
+        bad.push({ series: name, count: s.nonfinite.count, firstStep: s.nonfinite.firstStep, value: s.nonfinite.lastValue });
+      }
+    }
+    if (bad.length === 0) continue;
+    bad.sort((a, b) => (a.firstStep ?? 0) - (b.firstStep ?? 0));
+    const first = bad[0]!;
+    const total = bad.reduce((a, b) => a + b.count, 0);
+    out.push({
+      round: r.round,
+      step: first.firstStep,
+      severity,
+      message: `${first.series} became ${first.value} at step ${first.firstStep} (${total} non-finite value(s) in ${bad.length} series): ${meaning}.`,
+      evidence: { series: bad, non_finite_values: total, role: r.role },
+      recommendation,
+      series: { role: r.role, round: r.round, name: first.series },
+    });
+  }
+  return out;
+}
+
 export const nonfiniteReward: Detector<P> = {
   id: 'nonfinite-reward',
   scope: 'round',
@@ -19,29 +57,12 @@ export const nonfiniteReward: Detector<P> = {
   defaults: { enabled: true, severity: 'critical' },
   every: () => 1,
   detect(run, p) {
-    const out: Draft[] = [];
-    for (const r of run.orderedRounds()) {
-      const bad: { series: string; count: number; firstStep: number | null; value: string | null }[] = [];
-      for (const [name, s] of r.series) {
-        if (s.nonfinite.count > 0 && isRewardSeries(name)) {
-          bad.push({ series: name, count: s.nonfinite.count, firstStep: s.nonfinite.firstStep, value: s.nonfinite.lastValue });
-        }
-      }
-      if (bad.length === 0) continue;
-      bad.sort((a, b) => (a.firstStep ?? 0) - (b.firstStep ?? 0));
-      const first = bad[0]!;
-      const total = bad.reduce((a, b) => a + b.count, 0);
-      out.push({
-        round: r.round,
-        step: first.firstStep,
-        severity: p.severity,
-        message: `${first.series} became ${first.value} at step ${first.firstStep} (${total} non-finite value(s) in ${bad.length} series): the reward computation is broken.`,
-        evidence: { series: bad, non_finite_values: total, role: r.role },
-        recommendation:
-          'Find what produced the first non-finite value (a division by zero rollouts, log(0), an overflow in the reward function or loss) and resume from the last checkpoint before that step.',
-        series: { role: r.role, round: r.round, name: first.series },
-      });
-    }
-    return out;
+    return nonfiniteDrafts(
+      run,
+      (name) => isRewardSeries(name),
+      p.severity,
+      'the reward computation is broken',
+      'Find what produced the first non-finite value (a division by zero rollouts, log(0), an overflow in the reward function or loss) and resume from the last checkpoint before that step.',
+    );
   },
 };

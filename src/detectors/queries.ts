@@ -13,10 +13,7 @@ export function roundsOf(run: RunState, role: Role): RoundState[] {
 /** Recent values of a series in a round, oldest first (at most the kept history). */
 export function recent(round: RoundState, name: string, n = Infinity): { steps: number[]; values: number[] } {
   const s = round.series.get(name);
-  if (s === undefined) return { steps: [], values: [] };
-  const p = s.history.points();
-  const from = Math.max(0, p.values.length - n);
-  return { steps: p.steps.slice(from), values: p.values.slice(from) };
+  return s === undefined ? { steps: [], values: [] } : s.history.points(n);
 }
 
 /** The last `n` values of a series over the rounds of `role`, oldest first, across round boundaries. */

@@ -6,7 +6,7 @@
  * steps, so levels are means of `points` validations.
  */
 import { isValidationScore, seriesFor } from '../runs/quantities.js';
-import { r4 } from './levels.js';
+import { mean, r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -18,10 +18,6 @@ interface P extends Params {
   min_drop: number;
   /** The training reward counts as holding while it lost at most this fraction. */
   train_tolerance: number;
-}
-
-function mean(xs: readonly number[]): number {
-  return xs.reduce((a, b) => a + b, 0) / xs.length;
 }
 
 export const validationDecline: Detector<P> = {

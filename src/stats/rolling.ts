@@ -242,12 +242,13 @@ export class History {
     return this.count;
   }
 
-  /** Points oldest first, as two arrays. */
-  points(): { steps: number[]; values: number[] } {
+  /** Points oldest first, as two arrays: all kept, or the last `last` of them. */
+  points(last = Infinity): { steps: number[]; values: number[] } {
     const steps: number[] = [];
     const values: number[] = [];
-    const start = (this.head - this.count + this.size) % this.size;
-    for (let i = 0; i < this.count; i++) {
+    const n = Math.min(this.count, last);
+    const start = (this.head - n + this.size) % this.size;
+    for (let i = 0; i < n; i++) {
       const j = (start + i) % this.size;
       steps.push(this.steps[j]!);
       values.push(this.vals[j]!);
@@ -349,6 +350,21 @@ export class Curve {
       sd.push(n > 1 ? Math.sqrt(m2 / (n - 1)) : 0);
     }
     return { mean, sd };
+  }
+
+  /**
+   * The mean of the first buckets that together hold at least `points` values, their count and the
+   * last step they cover; null while the curve holds fewer.
+   */
+  headMean(points: number): { mean: number; n: number; lastStep: number } | null {
+    let n = 0;
+    let sum = 0;
+    for (const b of this.buckets) {
+      n += b.n;
+      sum += b.mean * b.n;
+      if (n >= points) return { mean: sum / n, n, lastStep: b.lastStep };
+    }
+    return null;
   }
 
   /** Bucket means, oldest first. */
