@@ -10,6 +10,7 @@ import { createEmailNotifier } from '../src/notifiers/email/index.js';
 import { buildSummary } from '../src/summary/build.js';
 import { barwatchAsync } from './helpers/cli.js';
 import { tempDir } from './helpers/fs.js';
+import { writeGrpoScenario } from './helpers/grpo-scenarios.js';
 import { writeScenario } from './helpers/scenarios.js';
 import { SmtpCapture } from './helpers/servers.js';
 import { writeAtomic } from '../src/state/atomic.js';
@@ -109,4 +110,32 @@ test('a bad cron expression or time zone is refused', () => {
       err.message ===
       '/etc/b.yaml: summary.cron: is not a valid cron expression (e.g. "0 23 * * *") (breaks the nightly summary)\n/etc/b.yaml: summary.timezone: is not a known time zone (e.g. UTC, Europe/Paris) (breaks the nightly summary)',
   );
+});
+
+test("summary of a run that is not BAR-RAG: its training series' recent levels, by their own names, and its alerts", async () => {
+  const dir = tempDir();
+  writeGrpoScenario(path.join(dir, 'verl-run'), 'grpo-entropy-collapse', 2);
+  const now = Date.now();
+  const res = await analyzePaths([dir], loadConfig(null), silentLogger(), () => now);
+  const alerts = res.findings.map((f) => ({
+    time: new Date(now).toISOString(),
+    status: 'firing',
+    detector: f.detector,
+    run: f.run,
+    severity: f.severity,
+  }));
+  const s = buildSummary(res.runs, alerts, now, false);
+  const line = s.text.split('\n').find((l) => l.includes('training (120 steps, recent means)'));
+  assert.ok(line !== undefined, s.text);
+  for (const name of [
+    'critic/score/mean',
+    'actor/entropy',
+    'actor/kl_loss',
+    'response_length/mean',
+    'response_length/clip_ratio',
+    'actor/grad_norm',
+  ])
+    assert.match(line, new RegExp(`${name.replace('/', '\\/')} -?\\d`), name);
+  assert.match(s.text, /1 alert\(s\) fired, 0 resolved \(entropy-collapse\)/);
+  assert.match(s.html, /training \(120 steps, recent means\)/);
 });

@@ -14,6 +14,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { barwatch } from './helpers/cli.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { BIN, tempDir } from './helpers/fs.js';
+import { writeGrpoScenario } from './helpers/grpo-scenarios.js';
 
 const CHROMIUM = process.env['BARWATCH_CHROMIUM'] ?? '/usr/bin/chromium';
 const SKIP = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install chromium, or set BARWATCH_CHROMIUM)`;
@@ -118,6 +119,37 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
     assert.equal(alerts.active.find((a) => a.detector === 'boundary-share-low')?.silenced_by, id);
     await page.screenshot({ path: path.join(shots, 'silences.png') });
   });
+
+  await t.test(
+    'a verl run with nothing of BAR-RAG gets charts of its training series, its finding drawn on the entropy chart',
+    async (st) => {
+      const run = path.join(root, 'runs', 'verl-entropy');
+      writeGrpoScenario(run, 'grpo-entropy-collapse', 2);
+      await page.goto(`${base}#/run/${encodeURIComponent(run)}`);
+      const entropy = page.locator('figure', { hasText: 'Policy entropy (actor/entropy)' });
+      await entropy.waitFor({ timeout: 20_000 });
+      const captions = await page.locator('figure figcaption').allTextContents();
+      for (const want of [
+        'Reward (critic/score/mean)',
+        'KL to the reference policy (actor/kl_loss)',
+        'Mean response length (tokens) (response_length/mean)',
+        'Responses cut at the length limit',
+        'Gradient norm (actor/grad_norm)',
+      ])
+        assert.ok(
+          captions.some((c) => c.startsWith(want)),
+          `no chart "${want}" among ${captions.join(' | ')}`,
+        );
+      await entropy.locator('g.marker[data-finding="entropy-collapse:-"]').waitFor({ timeout: 20_000 });
+      assert.equal(await page.locator('li[data-finding="entropy-collapse:-"]').count(), 1);
+      for (const width of [1400, 800]) {
+        await page.setViewportSize({ width, height: 900 });
+        await page.screenshot({ path: path.join(shots, `verl-run-${width}.png`), fullPage: true });
+      }
+      await page.setViewportSize({ width: 1200, height: 900 });
+      st.diagnostic(`screenshots in ${shots}`);
+    },
+  );
 
   await t.test('a run folder named like HTML shows as text', async () => {
     await page.goto(base);
