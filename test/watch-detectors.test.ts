@@ -55,8 +55,12 @@ async function watchWhileWriting(
   root: string,
   write: () => Promise<void>,
   settled?: (d: DaemonProcess) => Promise<unknown>,
-  /** stale-run's min_silence: short where a scenario stops writing on purpose, long where none does (a busy CI may pause a writer for seconds). */
-  staleAfter = '4s',
+  /**
+   * stale-run's min_silence: where a scenario stops writing on purpose, long enough that a writer
+   * paused by a busy machine (two CPU-bound jobs beside the suite paused it for over 4 s) is not
+   * taken for a stale run; long where no scenario stops.
+   */
+  staleAfter = '15s',
   /** More detector settings, YAML lines under `detectors:`. */
   detectors = '',
 ): Promise<{ alerts: AlertLine[]; offline: Finding[] }> {
@@ -184,7 +188,7 @@ async function scenariosLive(t: TestContext, seed: number, every: number, pauseM
     root,
     () => replay(planFile),
     // The stale run stopped writing early in the replay: the daemon must say so by itself.
-    (d) => d.waitFor((l) => l.msg.startsWith('firing: stale-run'), 30_000),
+    (d) => d.waitFor((l) => l.msg.startsWith('firing: stale-run'), 60_000),
   );
   const rows = [...HEADER];
   for (const name of SCENARIO_NAMES) {
