@@ -5,7 +5,8 @@ import { analyzeDocument } from '../report/json.js';
 import { renderText } from '../report/text.js';
 import { colours, createLogger, silentLogger } from '../util/log.js';
 import { ProgressLine } from '../util/progress.js';
-import { configOrExit, EXIT, fail } from './common.js';
+import { EXIT, fail } from './common.js';
+import { setup } from './setup.js';
 
 export function registerAnalyze(program: Command): void {
   program
@@ -24,7 +25,10 @@ export function registerAnalyze(program: Command): void {
         opts: { config?: string; format: 'text' | 'json'; quiet?: boolean; verbose?: boolean; strict?: boolean; color: boolean },
       ) => {
         if (!opts.color) process.env['NO_COLOR'] = '1';
-        const config = configOrExit(opts.config);
+        const where = setup(opts);
+        const config = where.config;
+        // A config found by barwatch changes what analyze reads and judges: say which.
+        if (where.configFile !== null && opts.config === undefined) process.stderr.write(`barwatch: config ${where.configFile}\n`);
         const log =
           opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : createLogger({ ...config.log, level: 'warn' });
         let result;

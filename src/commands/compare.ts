@@ -8,7 +8,9 @@ import { Option, type Command } from 'commander';
 import { analyzePaths, InputError } from '../pipeline/analyze.js';
 import { compare, targetsOf, type Comparison, type Criterion } from '../pipeline/compare.js';
 import { silentLogger } from '../util/log.js';
-import { configOrExit, EXIT, fail } from './common.js';
+import { EXIT, fail } from './common.js';
+import { setup } from './setup.js';
+import type { Config } from '../config/load.js';
 
 function num(x: number | boolean | null): string {
   if (x === null) return '-';
@@ -37,7 +39,7 @@ export function renderComparison(c: Comparison): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function oneRun(path: string, config: ReturnType<typeof configOrExit>) {
+async function oneRun(path: string, config: Config) {
   const res = await analyzePaths([path], config, silentLogger());
   if (res.runs.length !== 1) fail(`${path} holds ${res.runs.length} runs; name one run folder`);
   return { run: res.runs[0]!, findings: res.findings };
@@ -66,7 +68,9 @@ export function registerCompare(program: Command): void {
         after: string,
         opts: { beforeRound?: string; afterRound?: string; config?: string; format: 'text' | 'json' },
       ) => {
-        const config = configOrExit(opts.config);
+        const where = setup(opts);
+        const config = where.config;
+        if (where.configFile !== null && opts.config === undefined) process.stderr.write(`barwatch: config ${where.configFile}\n`);
         const br = roundArg(opts.beforeRound, '--before-round');
         const ar = roundArg(opts.afterRound, '--after-round');
         let b, a;

@@ -4,19 +4,24 @@ import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
 import { RunRegistry } from '../runs/registry.js';
 import { loadState } from '../state/file.js';
 import { stateLayout } from '../state/layout.js';
-import { configOrExit, EXIT, fail } from './common.js';
+import { EXIT, fail } from './common.js';
+import { noStateHelp, sayWhere, setup } from './setup.js';
 
 export function registerSummary(program: Command): void {
   program
     .command('summary')
     .description('build the nightly summary now from the daemon state; print it, or send it with --send')
-    .option('-c, --config <file>', 'configuration file (YAML)')
+    .argument('[paths...]', 'the PATHs the daemon watches, when it was started with them (its state folder is theirs)')
+    .option('-c, --config <file>', 'configuration file (YAML), as barwatch watch finds it')
+    .option('--state-dir <dir>', "the daemon's state folder (its 'watching' line names it)")
     .option('--send', 'send it to summary.channels')
-    .action(async (opts: { config?: string; send?: boolean }) => {
-      const config = configOrExit(opts.config);
+    .action(async (paths: string[], opts: { config?: string; stateDir?: string; send?: boolean }) => {
+      const where = setup(opts, paths);
+      sayWhere(where);
+      const config = where.config;
       const { state, problems } = await loadState<ReadState>(stateLayout(config.stateDir).state, hasReadSections);
       for (const p of problems) process.stderr.write(`barwatch: ${p}\n`);
-      if (state === null) fail(`no state in ${config.stateDir}: run barwatch watch first (or pass --config with its state_dir)`);
+      if (state === null) fail(noStateHelp(config.stateDir, where.stateHow));
       const runs = RunRegistry.from(state.runs, config.stats).all();
       const [{ buildNotifiers }, { sendSummary, summaryOf }] = await Promise.all([
         import('../notifiers/index.js'),

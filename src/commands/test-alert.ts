@@ -1,6 +1,7 @@
 /** `barwatch test-alert`: one test notification through every configured channel. */
 import type { Command } from 'commander';
-import { configOrExit, EXIT } from './common.js';
+import { EXIT } from './common.js';
+import { sayWhere, setup } from './setup.js';
 
 export function registerTestAlert(program: Command): void {
   program
@@ -8,7 +9,9 @@ export function registerTestAlert(program: Command): void {
     .description('send one test notification through every configured channel and report each result')
     .option('-c, --config <file>', 'configuration file (YAML)')
     .action(async (opts: { config?: string }) => {
-      const config = configOrExit(opts.config);
+      const where = setup(opts);
+      sayWhere(where);
+      const config = where.config;
       const [{ buildNotifiers }, { newId }] = await Promise.all([import('../notifiers/index.js'), import('../alerting/dispatch.js')]);
       const notifiers = buildNotifiers(config);
       process.stdout.write('console: delivered\n');

@@ -1,40 +1,25 @@
 /** `barwatch validate`: checks a configuration and lists every problem. */
 import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import path from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { EXIT } from './common.js';
-
-/** Where a configuration is looked for when none is named, in order. */
-const DEFAULT_PLACES = ['$BARWATCH_CONFIG', './barwatch.yaml', '$XDG_CONFIG_HOME/barwatch/barwatch.yaml', '/etc/barwatch/barwatch.yaml'];
-
-function candidates(): string[] {
-  const env = process.env['BARWATCH_CONFIG'];
-  const xdg = process.env['XDG_CONFIG_HOME'] || path.join(homedir(), '.config');
-  return [...(env ? [env] : []), path.resolve('barwatch.yaml'), path.join(xdg, 'barwatch', 'barwatch.yaml'), '/etc/barwatch/barwatch.yaml'];
-}
-
-/** The first configuration file found where DEFAULT_PLACES says, or null. */
-export function defaultConfigFile(): string | null {
-  return candidates().find((f) => existsSync(f)) ?? null;
-}
+import { CONFIG_PLACES, configCandidates, findConfigFile } from './setup.js';
 
 export function registerValidate(program: Command): void {
   program
     .command('validate')
     .description('check a configuration file; lists every problem (exit 0 valid, 2 invalid)')
-    .option('-c, --config <file>', `configuration file (YAML); without it, the first of ${DEFAULT_PLACES.join(', ')}`)
+    .option('-c, --config <file>', `configuration file (YAML); without it, the first of ${CONFIG_PLACES.join(', ')}`)
     .action((opts: { config?: string }) => {
-      const file = opts.config ?? defaultConfigFile();
+      const { file, how } = findConfigFile(opts.config);
       if (file === null) {
         process.stderr.write(
-          `barwatch: no configuration to check: give --config FILE (looked for ${candidates().join(', ')}; without one, barwatch runs on its defaults)\n`,
+          `barwatch: no configuration to check: give --config FILE (looked for $BARWATCH_CONFIG, ${configCandidates().join(', ')}; without one, every command runs on the built-in defaults)\n`,
         );
         process.exitCode = EXIT.usage;
         return;
       }
-      if (opts.config === undefined) process.stdout.write(`checking ${file} (no --config given)\n`);
+      if (opts.config === undefined) process.stdout.write(`checking ${file} (${how}; every command uses it when no --config is given)\n`);
       try {
         const config = loadConfig(file);
         // A root may appear later (the daemon waits for it): a warning, not a problem.

@@ -23,6 +23,8 @@ export { ConfigError, formatProblem, type ConfigProblem } from './problems.js';
 export interface Config {
   /** The file it came from; null for the built-in defaults. */
   file: string | null;
+  /** Which of the places barwatch must find the file itself set (the rest are defaults). */
+  given: { stateDir: boolean; roots: boolean };
   watch: {
     roots: string[];
     poll: boolean;
@@ -152,8 +154,11 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
 
   if (problems.length > 0) throw new ConfigError(problems);
 
+  const top = (doc ?? {}) as Record<string, unknown>;
+  const watch = top['watch'] as Record<string, unknown> | undefined;
   return {
     file,
+    given: { stateDir: 'state_dir' in top, roots: watch !== null && typeof watch === 'object' && 'roots' in watch },
     watch: {
       roots: raw.watch.roots.map(abs),
       poll: raw.watch.poll,
