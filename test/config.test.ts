@@ -215,7 +215,12 @@ describe('barwatch validate', () => {
     writeFileSync(path.join(home, 'barwatch.yaml'), 'log: {level: warn}\n');
     const found = spawnSync(process.execPath, [BIN, 'validate'], { encoding: 'utf8', cwd: home, env });
     assert.equal(found.status, 0, found.stderr);
-    assert.match(found.stdout, new RegExp(`checking ${path.join(home, 'barwatch.yaml')} \\(no --config given\\)\n.*: valid`));
+    assert.match(
+      found.stdout,
+      new RegExp(
+        `checking ${path.join(home, 'barwatch.yaml')} \\(found in this folder; every command uses it when no --config is given\\)\n.*: valid`,
+      ),
+    );
   });
 });
 

@@ -59,7 +59,7 @@ describe('barwatch watch on a terminal', { skip: SCRIPT ? false : 'util-linux sc
     assert.match(out, /status: .*; active: 1 critical, 0 warning, 0 info/);
     assert.match(
       out,
-      /barwatch is watching .*runs\r?\n {2}state folder: .*xdg1\/barwatch\/runs-[0-9a-f]{12}\r?\n {2}web page: {5}http:\/\/127\.0\.0\.1:\d+\/\r?\n {2}Ctrl-C to stop\./,
+      /barwatch is watching .*runs\r?\n {2}config: {7}built-in defaults\r?\n {2}state folder: .*xdg1\/barwatch\/runs-[0-9a-f]{12} \(the user's state folder for these paths\)\r?\n {2}web page: {5}http:\/\/127\.0\.0\.1:\d+\/\r?\n {2}Ctrl-C to stop\./,
     );
   });
 

@@ -12,6 +12,9 @@ import { DETECTORS } from '../src/detectors/index.js';
 import { DETECTOR_IDS } from '../src/detectors/index.js';
 import { FilterStats } from '../src/runs/filter.js';
 import { DetectorEngine } from '../src/detectors/engine.js';
+import type { NotifiedAlert } from '../src/alerting/types.js';
+import { formatTransition } from '../src/notifiers/console.js';
+import { messageOf } from '../src/notifiers/render.js';
 import type { Detector } from '../src/detectors/types.js';
 import { RunState } from '../src/runs/run.js';
 import { confusion, placeMatchesStory, runScenario } from './helpers/confusion.js';
@@ -244,6 +247,7 @@ describe('engine', () => {
     const clock: Detector = {
       id: 'stale-run',
       description: 'test',
+      cleared: 'test',
       defaults: { enabled: true, severity: 'warning' },
       every: () => 1,
       scope: 'run',
@@ -284,5 +288,51 @@ describe('engine', () => {
       engine.onRecord(run, ctx);
     }
     assert.equal(calls, after);
+  });
+
+  test('a run-wide finding that moves to another round: the old alert resolves saying it moved, the new one fires, on the console and in notifications alike', () => {
+    let round = 1;
+    const wide: Detector = {
+      id: 'generator-regression',
+      description: 'test',
+      cleared: 'the accuracy no longer falls',
+      defaults: { enabled: true, severity: 'warning' },
+      every: () => 1,
+      scope: 'run',
+      detect: () => [{ severity: 'warning', round, step: 5, message: `falling in round ${round}`, evidence: {}, recommendation: null }],
+    };
+    const engine = new DetectorEngine({}, [wide]);
+    const run = new RunState('/runs/r', DEFAULTS.stats);
+    const ctx = { now: 0, live: true, final: false };
+    assert.deepEqual(
+      engine.evaluate(run, ctx).map((t) => t.kind),
+      ['firing'],
+    );
+    round = 2;
+    const moved = engine.evaluate(run, ctx);
+    assert.deepEqual(
+      moved.map((t) => [t.kind, t.finding.round, t.movedTo]),
+      [
+        ['resolved', 1, 2],
+        ['firing', 2, undefined],
+      ],
+    );
+    const block = formatTransition(moved[0]!);
+    assert.match(
+      block,
+      /^RESOLVED \[warning\] generator-regression: \/runs\/r \(round 1, step 5\)\n {2}Moved on to round 2, where it fires now\. It had said: falling in round 1\n$/,
+    );
+    // A notification holding both alerts says the same; a resolved alert alone says what changed.
+    const alert = (status: 'firing' | 'resolved', r: number) => ({
+      ...moved[0]!.finding,
+      status,
+      round: r,
+      message: `falling in round ${r}`,
+      startsAt: '',
+      endsAt: null,
+    });
+    const both = [alert('resolved', 1), alert('firing', 2)] as unknown as NotifiedAlert[];
+    assert.match(messageOf(both[0]!, both), /^Moved on to round 2, where it fires now\. It had said: falling in round 1$/);
+    assert.match(messageOf(both[0]!, [both[0]!]), /^The accuracy no longer falls\. It had said: falling in round 1$/);
   });
 });

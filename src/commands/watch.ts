@@ -31,7 +31,8 @@ export function registerWatch(program: Command): void {
       applyListen(config, opts.listen);
       const singleRun = paths.length === 0 && configFile === null;
       const log = createLogger(config.log);
-      log.info({ config: configFile, state_dir: config.stateDir }, `using ${where.said}`);
+      // On a terminal the banner below says it.
+      log[forPeople(config.log) ? 'debug' : 'info']({ config: configFile, state_dir: config.stateDir }, `using ${where.said}`);
       const [{ Daemon }, { StateDirInUse }] = await Promise.all([import('../daemon/daemon.js'), import('../daemon/state.js')]);
       const daemon = new Daemon({ config, log, singleRun });
       let stopping = false;

@@ -104,6 +104,7 @@ export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
 
 export const boundaryOscillation: Detector<P> = {
   id: 'boundary-oscillation',
+  cleared: 'the boundary reward no longer swings',
   scope: 'round',
   description: 'Persistent periodic swings of the boundary reward, or a high spread that does not fall.',
   defaults: boundaryOscillationDefaults,

@@ -12,6 +12,8 @@ import { findingKey, SEVERITY_RANK, type DetectContext, type Detector, type Draf
 export interface Transition {
   kind: 'firing' | 'resolved' | 'escalated';
   finding: Finding;
+  /** On a resolved transition: the round the (run-wide) finding moved on to, where it fires now. */
+  movedTo?: number | null;
 }
 
 export interface EngineJSON {
@@ -188,6 +190,10 @@ export class DetectorEngine {
       };
       this.put(key, finding);
       if (prev === undefined) out.push({ kind: 'firing', finding });
+      // A run-scoped finding that moves to another round is another alert (alerts are keyed by
+      // run, detector and round on every surface): the old one resolves, the new one fires.
+      else if (prev.round !== finding.round)
+        out.push({ kind: 'resolved', finding: prev, movedTo: finding.round }, { kind: 'firing', finding });
       else if (SEVERITY_RANK[finding.severity] > SEVERITY_RANK[prev.severity]) out.push({ kind: 'escalated', finding });
     }
     for (const key of [...(this.activeBy.get(`${run.id}|${d.id}`) ?? [])]) {

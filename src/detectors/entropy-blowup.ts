@@ -18,6 +18,7 @@ interface P extends Params {
 
 export const entropyBlowup: Detector<P> = {
   id: 'entropy-blowup',
+  cleared: 'the entropy is back below its blow-up level',
   scope: 'round',
   description: "The policy's entropy rises several-fold above its early level and past an absolute level.",
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 10, factor: 4, level: 1 },

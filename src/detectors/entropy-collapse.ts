@@ -22,6 +22,7 @@ interface P extends Params {
 
 export const entropyCollapse: Detector<P> = {
   id: 'entropy-collapse',
+  cleared: 'the entropy is back above its collapse level',
   scope: 'round',
   description: "The policy's entropy falls an order of magnitude below its early level, or under a floor.",
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 10, factor: 10, floor: 0.005 },

@@ -65,6 +65,7 @@ export function rebalance(s: SignalShare, minShare: number, ratio: number): stri
 
 export const formatDominance: Detector<P> = {
   id: 'format-dominance',
+  cleared: 'the boundary reward carries enough of the reward signal again',
   scope: 'run',
   description: 'Format weight >= ratio x boundary weight, or the boundary carries < min_share of the reward signal.',
   defaults: { enabled: true, severity: 'warning', ratio: 3, min_share: 0.4, min_points: 32, min_signal: 0.02 },

@@ -155,6 +155,7 @@ function iso(t: number | null): string | null {
 
 export const frozenGenerator: Detector<P> = {
   id: 'frozen-generator',
+  cleared: 'the rounds no longer repeat each other and no generator round is missing',
   scope: 'round',
   description: 'The generator did not change between rounds (missing round, repeated curves).',
   defaults: { enabled: true, severity: 'critical', min_steps: 64, segments: 16, max_nrmse: 1.5, short_fraction: 0.5, alpha: 0.01 },

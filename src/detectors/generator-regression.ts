@@ -107,6 +107,7 @@ export function accuracyDecline(run: RunState, p: P = DEFAULTS): Decline | null 
 
 export const generatorRegression: Detector<P> = {
   id: 'generator-regression',
+  cleared: 'the accuracy no longer falls',
   scope: 'run',
   description: 'Accuracy falls significantly within a round or from one round to the next.',
   defaults: DEFAULTS,

@@ -78,6 +78,7 @@ function roundProgress(
 
 export const generatorStall: Detector<P> = {
   id: 'generator-stall',
+  cleared: 'the accuracy on the selected evidence is moving toward c again, or within the margin of it',
   scope: 'run',
   description: 'Accuracy stays below the target c by more than margin with no significant upward trend.',
   defaults: { enabled: true, severity: 'warning', window: 128, min_points: 128, margin: 0.05, alpha: 0.01, min_rise: 0.01, horizon: 320 },

@@ -21,6 +21,7 @@ interface P extends Params {
 
 export const gradSpike: Detector<P> = {
   id: 'grad-spike',
+  cleared: 'the grad norm no longer spikes repeatedly',
   scope: 'round',
   description: 'The gradient norm jumps to many times its rolling median, repeatedly.',
   defaults: { enabled: true, severity: 'warning', factor: 10, window: 20, count: 3, horizon: 50 },

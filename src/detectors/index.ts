@@ -61,3 +61,17 @@ export const DETECTORS: readonly Detector[] = [
 
 /** The detector ids, in the order of DETECTORS. */
 export const DETECTOR_IDS: readonly string[] = DETECTORS.map((d) => d.id);
+
+const CLEARED = new Map(DETECTORS.map((d) => [d.id, d.cleared]));
+
+/**
+ * The message of a resolved alert: what changed, then what the finding had said. `movedTo`: the
+ * finding moved on to another round (a run-wide finding), whose alert fires instead.
+ */
+export function resolvedMessage(f: { detector: string; message: string }, movedTo?: number | null): string {
+  const what =
+    movedTo !== undefined
+      ? `moved on to ${movedTo === null ? 'the run as a whole' : `round ${movedTo}`}, where it fires now`
+      : (CLEARED.get(f.detector) ?? 'the finding no longer holds');
+  return `${what[0]!.toUpperCase()}${what.slice(1)}. It had said: ${f.message}`;
+}

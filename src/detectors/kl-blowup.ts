@@ -29,6 +29,7 @@ const KINDS: readonly [Quantity, 'level' | 'update_level', string][] = [
 
 export const klBlowup: Detector<P> = {
   id: 'kl-blowup',
+  cleared: 'the KL is back below its limit',
   scope: 'round',
   description: 'The KL divergence rises far above its early level and past an absolute level, and stays.',
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 5, factor: 20, level: 0.5, update_level: 0.1 },

@@ -19,6 +19,7 @@ interface P extends Params {
 
 export const lengthAtLimit: Detector<P> = {
   id: 'length-at-limit',
+  cleared: 'most completions are no longer cut at the length limit',
   scope: 'round',
   description: 'Most completions are cut at the generation limit (clipped ratio >= 0.8, or the mean length pinned at the max), sustained.',
   defaults: { enabled: true, severity: 'warning', window: 5, clipped: 0.8, pinned: 0.98 },

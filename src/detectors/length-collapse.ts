@@ -21,6 +21,7 @@ interface P extends Params {
 
 export const lengthCollapse: Detector<P> = {
   id: 'length-collapse',
+  cleared: 'the response length has come back',
   scope: 'round',
   description: 'The mean response length falls by more than half within a few steps and does not come back.',
   defaults: { enabled: true, severity: 'warning', window: 5, horizon: 10, drop: 0.5, recover: 0.8 },

@@ -19,6 +19,7 @@ export function standardError(c: number, k: number): number {
 
 export const lowRollouts: Detector<P> = {
   id: 'low-rollouts',
+  cleared: 'the generator rollouts per evidence set are 5 or more now',
   scope: 'run',
   description: 'Fewer than min_k generator rollouts per evidence set (from the configs or the logs).',
   defaults: { enabled: true, severity: 'warning', min_k: 5, max_se: 0.16 },

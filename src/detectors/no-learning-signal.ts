@@ -87,6 +87,7 @@ function sign(r: RoundState, p: P): Sign | null {
 
 export const noLearningSignal: Detector<P> = {
   id: 'no-learning-signal',
+  cleared: 'the groups differ again: there is a learning signal',
   scope: 'round',
   description: 'Every group of completions gets the same reward (zero advantage): nothing is learned.',
   defaults: { enabled: true, severity: 'critical', window: 15, zero_std_frac: 0.95, max_std: 0.01 },

@@ -52,6 +52,7 @@ export function nonfiniteDrafts(
 
 export const nonfiniteReward: Detector<P> = {
   id: 'nonfinite-reward',
+  cleared: 'no reward, total or accuracy is NaN or Infinity any more',
   scope: 'round',
   description: 'NaN or Infinity in a reward component, the total reward or an accuracy.',
   defaults: { enabled: true, severity: 'critical' },

@@ -60,6 +60,7 @@ export function rewardAtZero(r: RoundState): boolean {
 
 export const rewardCollapse: Detector<P> = {
   id: 'reward-collapse',
+  cleared: 'the reward is no longer stuck at about zero',
   scope: 'round',
   description: 'The reward falls to ~0 and stays there with ~zero within-step spread.',
   defaults: { enabled: true, severity: 'critical', window: 8, level: 0.05, earlier_min: 0.2, zero_std_frac: 0.8, max_std: 0.05 },

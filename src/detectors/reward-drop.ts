@@ -26,6 +26,7 @@ interface P extends Params {
 
 export const rewardDrop: Detector<P> = {
   id: 'reward-drop',
+  cleared: 'the reward has come back from its fall',
   scope: 'round',
   description: 'The main reward falls well beyond its noise and stays at least 25% below its level before the fall.',
   defaults: { enabled: true, severity: 'warning', min_after: 10, before_points: 20, drop: 0.25, zero_level: 0.05, alpha: 0.001 },

@@ -48,6 +48,7 @@ function taskSeries(r: RoundState): { name: string; stats: SeriesStats } | null 
 
 export const rewardHacking: Detector<P> = {
   id: 'reward-hacking',
+  cleared: 'the component no longer rises while the task signal falls',
   scope: 'round',
   description: "One reward component (format, length, style) rises while the task's accuracy or main reward falls.",
   defaults: { enabled: true, severity: 'warning', min_points: 24, min_rise: 0.05, min_fall: 0.05, alpha: 0.001 },

@@ -17,6 +17,7 @@ interface P extends Params {
 
 export const rolloutMismatch: Detector<P> = {
   id: 'rollout-mismatch',
+  cleared: 'the trainer and the rollout engine agree again',
   scope: 'round',
   description: "The trainer's and the rollout engine's token probabilities differ beyond verl's documented limit, sustained.",
   defaults: { enabled: true, severity: 'warning', window: 5, limit: 0.01 },

@@ -21,6 +21,7 @@ interface P extends Params {
 
 export const roundRegression: Detector<P> = {
   id: 'round-regression',
+  cleared: 'the later selector round no longer earns less boundary reward with more noise',
   scope: 'round',
   description: 'Boundary reward mean falls and its variance rises from one selector round to the next.',
   defaults: { enabled: true, severity: 'warning', min_steps: 64, alpha: 0.01, min_drop: 0.02, min_ratio: 1.7, segments: 8 },

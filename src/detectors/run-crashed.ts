@@ -30,6 +30,7 @@ export function crashOf(run: RunState, live: boolean): Crash | null {
 
 export const runCrashed: Detector<P> = {
   id: 'run-crashed',
+  cleared: 'the run wrote steps again after the error',
   scope: 'run',
   description: 'A console log shows a fatal error (traceback, out of memory, NCCL timeout, a dead Ray actor) and no step after it.',
   defaults: { enabled: true, severity: 'critical', grace: '1m' },

@@ -20,6 +20,7 @@ interface P extends Params {
 
 export const runStoppedShort: Detector<P> = {
   id: 'run-stopped-short',
+  cleared: 'the run writes steps again, or said it finished',
   scope: 'round',
   description: 'The trainer said its planned length and stopped writing well before it without a finish line.',
   defaults: { enabled: true, severity: 'warning', short_of: 0.95, min_silence: '10m', factor: 10 },

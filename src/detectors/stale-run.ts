@@ -24,6 +24,9 @@ interface P extends Params {
 }
 
 export function humanDuration(ms: number): string {
+  // Below a second (a replay, a backlog), seconds would print 0s.
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
   const s = Math.round(ms / 1000);
   if (s < 120) return `${s}s`;
   const m = Math.round(s / 60);
@@ -39,6 +42,7 @@ function lastActivity(r: RoundState, live: boolean): number | null {
 
 export const staleRun: Detector<P> = {
   id: 'stale-run',
+  cleared: 'the run writes steps again, or said it finished',
   scope: 'run',
   description: 'A run stops writing for much longer than its usual interval and has not finished.',
   defaults: { enabled: true, severity: 'warning', min_silence: '10m', factor: 10, min_intervals: 5, assume_finished_after: '24h' },

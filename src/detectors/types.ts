@@ -36,6 +36,8 @@ export interface Detector<P extends Params = Params> {
   readonly id: string;
   /** One line for the docs: what it looks at. */
   readonly description: string;
+  /** What it means when a finding stops holding, for the resolved message ("the boundary reward no longer swings"). */
+  readonly cleared: string;
   /** Every parameter with its default; the config may override each (detectors.<id>.<param>). */
   readonly defaults: P;
   /** Evaluate at most once every this many new records of a run (heavy detectors ask for more). */

@@ -22,6 +22,7 @@ interface P extends Params {
 
 export const validationDecline: Detector<P> = {
   id: 'validation-decline',
+  cleared: 'the validation score is back near its best, or the training reward fell with it',
   scope: 'round',
   description: 'A validation score falls well below its best while the training reward holds or rises.',
   defaults: { enabled: true, severity: 'warning', points: 3, drop: 0.1, min_drop: 0.03, train_tolerance: 0.05 },

@@ -2,6 +2,7 @@
  * Alerts as the daemon reports them before any notifier is configured: a readable block on the
  * console (stdout) and one JSON line per transition in `<state_dir>/alerts.jsonl`.
  */
+import { resolvedMessage } from '../detectors/index.js';
 import type { Transition } from '../detectors/engine.js';
 import { findingJson } from '../report/json.js';
 import { Journal } from '../state/journal.js';
@@ -14,7 +15,7 @@ export function formatTransition(t: Transition): string {
   const at = where(f);
   // The run is a folder name and messages quote log text: shown with control characters escaped.
   const head = `${LABEL[t.kind]} [${f.severity}] ${f.detector}: ${printable(f.run)}${at ? ` (${at})` : ''}`;
-  if (t.kind === 'resolved') return `${head}\n  no longer holds: ${printable(f.message)}\n`;
+  if (t.kind === 'resolved') return `${head}\n  ${printable(resolvedMessage(f, t.movedTo))}\n`;
   return `${head}\n  ${printable(f.message)}\n${f.recommendation ? `  -> ${printable(f.recommendation)}\n` : ''}`;
 }
 

@@ -1,4 +1,5 @@
 /** Text shared by the notifiers: titles, evidence lines, escaping for Slack and HTML. */
+import { resolvedMessage } from '../detectors/index.js';
 import type { Notification, NotifiedAlert } from '../alerting/types.js';
 import { where } from '../util/format.js';
 
@@ -25,13 +26,24 @@ export function keyEvidence(a: NotifiedAlert, max = 6): string[] {
   return out;
 }
 
+/**
+ * What an alert of a notification says: its message, or for a resolved one what changed (and,
+ * where the same run-wide finding fires for another round in the same notification, that it
+ * moved on there).
+ */
+export function messageOf(a: NotifiedAlert, all: readonly NotifiedAlert[]): string {
+  if (a.status !== 'resolved') return a.message;
+  const moved = all.find((x) => x.status === 'firing' && x.run === a.run && x.detector === a.detector && x.round !== a.round);
+  return resolvedMessage(a, moved === undefined ? undefined : moved.round);
+}
+
 export function plainText(n: Notification): string {
   if (n.test === true) return 'This is a test notification from barwatch: this channel works.\n';
   const lines: string[] = [];
   for (const a of n.alerts) {
     const at = where(a);
     lines.push(`${a.status === 'resolved' ? 'RESOLVED' : a.severity.toUpperCase()} ${a.detector} - ${a.run}${at ? ` (${at})` : ''}`);
-    lines.push(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message);
+    lines.push(messageOf(a, n.alerts));
     if (a.status === 'firing') {
       const ev = keyEvidence(a);
       if (ev.length > 0) lines.push(`Evidence: ${ev.join('; ')}`);

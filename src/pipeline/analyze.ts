@@ -60,7 +60,7 @@ export async function analyzePaths(
   }
   if (found.files.length === 0) {
     throw new InputError(
-      `no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, trainer_state.json, configs/*.yaml)`,
+      `no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, *.txt, *.out, *.err, trainer_state.json, events.out.tfevents.*, BAR-RAG's *_debug_*.log, configs/*.yaml)`,
     );
   }
   const engine = new DetectorEngine(config.detectors);

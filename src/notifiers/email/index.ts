@@ -7,7 +7,7 @@ import nodemailer from 'nodemailer';
 import type { SendMailOptions } from 'nodemailer';
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
-import { keyEvidence, plainText, title } from '../render.js';
+import { keyEvidence, messageOf, plainText, title } from '../render.js';
 import type { Summary } from '../../summary/build.js';
 import { causeOf, type Notifier } from '../types.js';
 import { where, escapeHtml } from '../../util/format.js';
@@ -34,7 +34,7 @@ export function emailHtml(n: Notification): string {
       `<h3 style="color:${color}">${a.status === 'resolved' ? 'RESOLVED' : a.severity.toUpperCase()} ${escapeHtml(a.detector)}</h3>`,
     );
     parts.push(`<p><b>Run</b> ${escapeHtml(a.run)}${at ? ` &middot; ${escapeHtml(at)}` : ''}</p>`);
-    parts.push(`<p>${escapeHtml(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message)}</p>`);
+    parts.push(`<p>${escapeHtml(messageOf(a, n.alerts))}</p>`);
     if (a.status === 'firing') {
       const ev = keyEvidence(a);
       if (ev.length > 0) parts.push(`<ul>${ev.map((e) => `<li>${escapeHtml(e)}</li>`).join('')}</ul>`);

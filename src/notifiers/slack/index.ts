@@ -7,7 +7,7 @@ import { IncomingWebhook, IncomingWebhookHTTPError, IncomingWebhookRequestError,
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
 import type { Summary } from '../../summary/build.js';
-import { escapeSlack, keyEvidence, plainText, title } from '../render.js';
+import { escapeSlack, keyEvidence, messageOf, plainText, title } from '../render.js';
 import { causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 import { where } from '../../util/format.js';
 
@@ -42,7 +42,7 @@ export function fitSlack(raw: string, max: number, keep: 'head' | 'tail' = 'head
  */
 const plain = (text: string): Block => ({ type: 'plain_text', text, emoji: false });
 
-function alertBlocks(a: Notification['alerts'][number]): Block[] {
+function alertBlocks(a: Notification['alerts'][number], all: Notification['alerts']): Block[] {
   const head =
     a.status === 'resolved'
       ? ':white_check_mark: *RESOLVED*'
@@ -54,7 +54,7 @@ function alertBlocks(a: Notification['alerts'][number]): Block[] {
   const at = where(a);
   const out: Block[] = [{ type: 'section', text: { type: 'mrkdwn', text: `${head} \`${a.detector}\`${at ? `  *Where* ${at}` : ''}` } }];
   const run = `Run ${fitSlack(a.run, 600, 'tail')}`;
-  const message = fitSlack(a.status === 'resolved' ? `No longer holds: ${a.message}` : a.message, SLACK_LIMITS.section - run.length - 1);
+  const message = fitSlack(messageOf(a, all), SLACK_LIMITS.section - run.length - 1);
   out.push({ type: 'section', text: plain(`${run}\n${message}`) });
   if (a.status === 'firing') {
     const ev = keyEvidence(a);
@@ -88,7 +88,7 @@ export function slackPayload(n: Notification): { text: string; blocks: Block[] }
   // Whole alerts only, and room kept for the line that counts the ones left out.
   let shown = 0;
   for (const a of n.alerts) {
-    const more = alertBlocks(a);
+    const more = alertBlocks(a, n.alerts);
     if (blocks.length + more.length > SLACK_LIMITS.blocks - 1) break;
     blocks.push(...more);
     shown++;
