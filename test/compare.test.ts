@@ -23,7 +23,7 @@ describe('barwatch compare', () => {
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /before: .*run #1 broken, selector round 3 \(its last complete selector round/);
     assert.match(r.stdout, /boundary reward mean +[\d.]+ -> [\d.]+ +better \(Welch t=/);
-    assert.match(r.stdout, /post-filter boundary share, distance to 25-35% .* better/);
+    assert.match(r.stdout, /post-filter boundary share \(healthy 25-35%\) .* better \(distance to the band [0-9.]+ -> 0.000\)/);
     assert.match(r.stdout, /^verdict: improved$/m);
   });
 
@@ -58,7 +58,7 @@ describe('barwatch compare', () => {
     const cfg = path.join(dir, 'c.yaml');
     writeFileSync(cfg, 'detectors:\n  boundary-share-low: {band_low: 0.3, band_high: 0.4}\n  format-dominance: {min_share: 0.5}\n');
     const r = barwatch(['compare', broken, fixed, '--config', cfg]);
-    assert.match(r.stdout, /post-filter boundary share, distance to 30-40%/);
+    assert.match(r.stdout, /post-filter boundary share \(healthy 30-40%\)/);
     assert.match(r.stdout, /boundary's share of the signal \(at least 50%\)/);
   });
 

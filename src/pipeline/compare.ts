@@ -178,11 +178,13 @@ export function compare(
     criteria.push({ name: 'boundary noise (detrended sd / mean)', before: null, after: null, test: 'F-test', p: null, outcome: 'unknown' });
   const moved = (x: number | null, y: number | null, tol: number): Criterion['outcome'] =>
     x === null || y === null ? 'unknown' : y < x - tol ? 'better' : y > x + tol ? 'worse' : 'held';
+  const d3 = (x: number | null): string => (x === null ? '-' : x.toFixed(3));
   criteria.push({
-    name: `accuracy on the selected evidence, distance to c`,
-    before: a.accuracy_distance,
-    after: b.accuracy_distance,
-    test: `|accuracy - c|, c = ${b.target}`,
+    name: `accuracy on the selected evidence (target c = ${b.target})`,
+    before: a.accuracy,
+    after: b.accuracy,
+    // Better is closer to c, not higher: the values are the accuracies, the test their distances.
+    test: `distance to c ${d3(a.accuracy_distance)} -> ${d3(b.accuracy_distance)}, better when closer by 0.01 or more`,
     p: null,
     outcome: moved(a.accuracy_distance, b.accuracy_distance, 0.01),
   });
@@ -196,17 +198,15 @@ export function compare(
       outcome: a.reached_guide === b.reached_guide ? 'held' : b.reached_guide ? 'better' : 'worse',
     });
   }
+  const da = a.boundary_share === null ? null : bandDistance(a.boundary_share, targets.band);
+  const db = b.boundary_share === null ? null : bandDistance(b.boundary_share, targets.band);
   criteria.push({
-    name: `post-filter boundary share, distance to ${pctBand(targets.band)}`,
+    name: `post-filter boundary share (healthy ${pctBand(targets.band)})`,
     before: a.boundary_share,
     after: b.boundary_share,
-    test: 'distance to the band',
+    test: `distance to the band ${d3(da)} -> ${d3(db)}`,
     p: null,
-    outcome: moved(
-      a.boundary_share === null ? null : bandDistance(a.boundary_share, targets.band),
-      b.boundary_share === null ? null : bandDistance(b.boundary_share, targets.band),
-      0.01,
-    ),
+    outcome: moved(da, db, 0.01),
   });
   criteria.push({
     name: `boundary's share of the signal (at least ${Math.round(targets.minSignalShare * 100)}%)`,
@@ -236,7 +236,10 @@ export function compare(
   // Accuracy must move toward c, unless it is already there (or neither side logs it).
   const acc = criteria.find((c) => c.name.startsWith('accuracy on'))!;
   const accuracyOk = acc.outcome === 'better' || acc.outcome === 'unknown' || (b.accuracy_distance ?? 1) <= 0.02;
-  if (!accuracyOk && !worse.includes(acc.name)) worse.push(`${acc.name} (did not move toward c)`);
+  if (!accuracyOk && !worse.includes(acc.name))
+    worse.push(
+      `${acc.name} (${d3(a.accuracy)} -> ${d3(b.accuracy)}: its distance to c went ${d3(a.accuracy_distance)} -> ${d3(b.accuracy_distance)}, not closer by 0.01 or more, nor within 0.02 of c)`,
+    );
   const improved = worse.length === 0;
   return { before: a, after: b, criteria, verdict: improved ? 'improved' : 'not improved', worse };
 }
