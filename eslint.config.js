@@ -44,10 +44,19 @@ export default tseslint.config(
     files: ['web/**/*.js'],
     languageOptions: {
       globals: Object.fromEntries(
-        ['window', 'document', 'location', 'fetch', 'EventSource', 'sessionStorage', 'CSS', 'Node', 'URLSearchParams'].map((g) => [
-          g,
-          'readonly',
-        ]),
+        [
+          'window',
+          'document',
+          'location',
+          'fetch',
+          'EventSource',
+          'sessionStorage',
+          'CSS',
+          'Node',
+          'URLSearchParams',
+          'HTMLInputElement',
+          'Event',
+        ].map((g) => [g, 'readonly']),
       ),
     },
   },

@@ -151,6 +151,31 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
     },
   );
 
+  await t.test('the runs filter keeps what is typed while runs update; the list names findings; an unknown route says so', async () => {
+    const writer = spawn(process.execPath, [BIN, 'simulate', path.join(root, 'runs', 'busy'), '--scenario', 'healthy', '--speed', '150'], {
+      stdio: 'ignore',
+    });
+    after(() => writer.kill());
+    await page.goto(base);
+    await page.locator('tr[data-run]').first().waitFor();
+    await page.click('#run-filter');
+    await page.keyboard.type('verl-ent', { delay: 120 });
+    assert.equal(await page.inputValue('#run-filter'), 'verl-ent');
+    const rows = page.locator('table.runs tbody tr[data-run]');
+    assert.equal(await rows.count(), 1);
+    assert.match((await rows.first().locator('td.findings').textContent()) ?? '', /entropy-collapse/);
+    writer.kill();
+    await page.goto(`${base}#/runs/nothing-here`);
+    await page.getByRole('alert').waitFor();
+    assert.match((await page.getByRole('alert').textContent()) ?? '', /There is no page at #\/runs\/nothing-here/);
+    await page.goto(`${base}#/alerts`);
+    const since = page.locator('table time').first();
+    await since.waitFor();
+    assert.doesNotMatch((await since.textContent()) ?? '', /T\d\d:\d\d:\d\d/, 'a local time, not ISO');
+    assert.ok((await page.locator('td .message').count()) > 0, 'alerts show their message');
+    await page.fill('#run-filter', '').catch(() => undefined);
+  });
+
   await t.test('a run folder named like HTML shows as text', async () => {
     await page.goto(base);
     const link = page.locator('table.runs a', { hasText: XSS });

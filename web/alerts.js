@@ -1,7 +1,7 @@
 // The alerts and silences views: active and recently resolved alerts, each group's last
 // delivery per channel, the outbox; silences listed, created (pre-filled from an alert) and
 // expired through the same store as `barwatch silence`.
-import { api, el } from './dom.js';
+import { api, el, localTime } from './dom.js';
 
 function alertRow(a) {
   const silence = `#/silences?run=${encodeURIComponent(a.run)}&detector=${encodeURIComponent(a.detector)}`;
@@ -9,10 +9,10 @@ function alertRow(a) {
     'tr',
     {},
     el('td', {}, el('span', { class: `state ${a.state} ${a.severity}` }, `${a.state} (${a.severity})`)),
-    el('td', {}, a.detector),
+    el('td', {}, el('div', {}, a.detector), el('div', { class: 'message' }, a.message)),
     el('td', {}, el('a', { href: `#/run/${encodeURIComponent(a.run)}`, 'data-key': `alert-run:${a.key}` }, a.run)),
     el('td', {}, [a.round !== null ? `round ${a.round}` : '', a.step !== null ? `step ${a.step}` : ''].filter(Boolean).join(', ') || '-'),
-    el('td', {}, a.resolved_at ?? a.firing_since ?? a.active_since ?? '-'),
+    el('td', {}, localTime(a.resolved_at ?? a.firing_since ?? a.active_since ?? null)),
     el('td', {}, a.silenced_by ?? '-'),
     el(
       'td',
@@ -29,7 +29,7 @@ function table(headers, rows, empty) {
 
 export async function alertsView(root) {
   const a = await api('/api/v1/alerts');
-  const heads = ['State', 'Detector', 'Run', 'Where', 'Since', 'Silenced by', ''];
+  const heads = ['State', 'Detector and message', 'Run', 'Where', 'Since (local time)', 'Silenced by', ''];
   root.append(
     el('h1', {}, 'Alerts'),
     el(
@@ -51,7 +51,7 @@ export async function alertsView(root) {
           el('td', {}, d.group),
           el('td', {}, d.channel),
           el('td', {}, d.state),
-          el('td', {}, d.at),
+          el('td', {}, localTime(d.at)),
           el('td', {}, String(d.attempts)),
           el('td', {}, d.error ?? ''),
         ),

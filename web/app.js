@@ -23,7 +23,20 @@ function route() {
   }
   if (pathPart === '/alerts') return { name: 'alerts', id: null, draw: (root) => alertsView(root) };
   if (pathPart === '/silences') return { name: 'silences', id: null, draw: (root) => silencesView(root, params) };
-  return { name: 'runs', id: null, draw: (root) => runsView(root) };
+  if (pathPart === '/' || pathPart === '') return { name: 'runs', id: null, draw: (root) => runsView(root) };
+  return { name: 'unknown', id: null, draw: (root) => notFound(root, pathPart) };
+}
+
+function notFound(root, pathPart) {
+  root.append(
+    el('h1', {}, 'No such page'),
+    el(
+      'p',
+      { role: 'alert' },
+      `There is no page at #${pathPart}. The pages are: #/ (the runs), #/run/<run path> (one run), #/alerts and #/silences.`,
+    ),
+    el('p', {}, el('a', { href: '#/', 'data-key': 'home' }, 'All runs')),
+  );
 }
 
 /** Draws the current view into a fresh container, keeping the focused control focused. */
@@ -40,8 +53,21 @@ async function redraw() {
     } catch (err) {
       next.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Could not load this view: ${err.message}`));
     }
+    // What was typed while the view was drawn, and where the caret was, carry over to the new view.
+    const was = document.activeElement;
+    const typed = was instanceof HTMLInputElement && was.getAttribute('data-key') === focusKey ? was : null;
     main.replaceChildren(next);
-    if (focusKey) next.querySelector(`[data-key="${CSS.escape(focusKey)}"]`)?.focus();
+    if (focusKey) {
+      const now = next.querySelector(`[data-key="${CSS.escape(focusKey)}"]`);
+      now?.focus();
+      if (typed !== null && now instanceof HTMLInputElement) {
+        if (now.value !== typed.value) {
+          now.value = typed.value;
+          now.dispatchEvent(new Event('input'));
+        }
+        now.setSelectionRange(typed.selectionStart, typed.selectionEnd);
+      }
+    }
   })().finally(() => {
     redrawing = null;
     if (again) {

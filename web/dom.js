@@ -46,3 +46,10 @@ export async function api(path, init) {
   if (!res.ok) throw new Error(body.error ?? `HTTP ${res.status}`);
   return body;
 }
+
+/** An ISO time as the reader's local date and time (the ISO text stays in the title). */
+export function localTime(iso) {
+  if (iso === null || iso === undefined) return '-';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : el('time', { datetime: iso, title: iso }, d.toLocaleString());
+}

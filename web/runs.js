@@ -33,7 +33,7 @@ export async function runsView(root) {
           el('td', {}, r.format ?? '-'),
           el('td', { class: 'where' }, r.role === null ? '-' : `${r.role} round ${r.round ?? '-'}, step ${r.step ?? '-'}`),
           el('td', {}, r.finished ? 'finished' : ago(r.seconds_since_write)),
-          el('td', {}, String(r.findings)),
+          el('td', { class: 'findings' }, r.finding_names.length === 0 ? 'none' : r.finding_names.join(', ')),
           el('td', {}, sparkline(r.spark, `boundary reward of ${r.id}`)),
         ),
       ),

@@ -129,7 +129,7 @@ async function watchRun(
     onStep: (p) => {
       done++;
       const alerts = daemon.findings().filter((f) => f.run === run).length;
-      const line = `  ${p.role} round ${p.round}, step ${p.step} | ${p.boundary !== undefined ? `boundary reward ${p.boundary.toFixed(2)} | ` : ''}accuracy ${p.accuracy.toFixed(2)} | ${Math.round((100 * done) / total)}% | findings: ${alerts}`;
+      const line = `  ${p.role} round ${p.round}, step ${p.step} | ${p.boundary !== undefined ? `boundary reward ${p.boundary.toFixed(2)} | ` : ''}accuracy ${p.accuracy.toFixed(2)} | ${Math.round((100 * done) / total)}% of the training done | findings: ${alerts}`;
       if (tty) o.out.write(`\r\x1b[K${line}`);
       else if (p.round !== lastRound && p.role === 'selector' && p.step === 1) say(line);
       lastRound = p.round;

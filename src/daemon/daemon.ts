@@ -115,7 +115,7 @@ export class Daemon {
     this.layout = stateLayout(opts.config.stateDir);
     this.engine = new DetectorEngine(opts.config.detectors);
     this.record = new TransitionRecord(
-      new AlertLog(this.layout.alerts, opts.alertStream ?? process.stdout, this.now),
+      new AlertLog(this.layout.alerts, opts.alertStream ?? (forPeople(opts.config.log) ? process.stdout : null), this.now),
       this.log,
       forPeople(opts.config.log),
     );

@@ -33,6 +33,8 @@ export interface RunSummaryJSON {
   state: RunHealth;
   severity: Severity | null;
   findings: number;
+  /** The detectors of the run's findings, most severe first, for the runs list to name them. */
+  finding_names: string[];
   finished: boolean;
   spark: number[];
 }
@@ -78,6 +80,11 @@ export function runSummary(run: RunState, src: WebSource): RunSummaryJSON {
     state: h.state,
     severity: h.severity,
     findings: h.count,
+    finding_names: src
+      .findings()
+      .filter((f) => f.run === run.id)
+      .sort((a, b) => SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity])
+      .map((f) => `${f.detector}${f.round === null ? '' : ` (round ${f.round})`}`),
     finished: run.finished,
     spark: spark.map((x) => +x.toFixed(4)),
   };

@@ -25,7 +25,8 @@ export class AlertLog {
   constructor(
     /** `<state_dir>/alerts.jsonl` (state/layout.ts), rotated by state/journal.ts. */
     readonly file: string,
-    private readonly out: NodeJS.WritableStream = process.stdout,
+    /** Where the readable blocks go; null: none (off a terminal the JSON log says the same, so journald gets one format). */
+    private readonly out: NodeJS.WritableStream | null = process.stdout,
     private readonly now: () => number = Date.now,
   ) {
     this.journal = new Journal(file, undefined, now);
@@ -35,7 +36,7 @@ export class AlertLog {
   record(ts: readonly Transition[]): Error | null {
     let lines = '';
     for (const t of ts) {
-      this.out.write(formatTransition(t));
+      this.out?.write(formatTransition(t));
       lines += JSON.stringify({ time: new Date(this.now()).toISOString(), status: t.kind, ...findingJson(t.finding) }) + '\n';
     }
     try {
