@@ -1,6 +1,6 @@
 /** The nightly summary: built from run state and the alert log, sent by email with PNG charts. */
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { analyzePaths } from '../src/pipeline/analyze.js';
@@ -42,7 +42,7 @@ test('summary email: rounds, direction of change, accuracy vs c, alerts of the l
     s.text,
     /selector round 2: boundary mean 0\.\d{3} \(up 0\.\d{3}\), variance 0\.\d{3} \(down 0\.\d{3}\); accuracy 0\.\d{3} vs c=0\.5; boundary signal share \d+%/,
   );
-  assert.match(s.text, /last 24 h: 1 alert\(s\) fired, 0 resolved \(boundary-oscillation\)/);
+  assert.match(s.text, /last 24 h: 1 alert\(s\) fired \(boundary-oscillation\); 0 resolved/);
   assert.match(s.text, /filter: boundary share \d+% before, \d+% after/);
   assert.equal(s.charts.length, 4);
   const smtp = await new SmtpCapture().start();
@@ -98,6 +98,8 @@ test('barwatch summary prints the summary from the state file; --send reports pe
   assert.equal(sent.stdout, 'email: sent\n');
   assert.equal(smtp.messages.length, 1);
   assert.equal(smtp.messages[0]!.attachments.length, 2);
+  // Attachments named by run, not boundary-0.png.
+  assert.deepEqual(smtp.messages[0]!.attachments.map((a) => a.filename).sort(), ['a-1-accuracy.png', 'a-1-boundary.png']);
   await smtp.stop();
   const none = await barwatchAsync(['summary', '--config', path.join(root, 'missing.yaml')]);
   assert.equal(none.status, 2);
@@ -124,7 +126,7 @@ test("summary of a run that is not BAR-RAG: its training series' recent levels, 
     run: f.run,
     severity: f.severity,
   }));
-  const s = buildSummary(res.runs, alerts, now, false);
+  const s = buildSummary(res.runs, alerts, now, { withCharts: false });
   const line = s.text.split('\n').find((l) => l.includes('training (120 steps, recent means)'));
   assert.ok(line !== undefined, s.text);
   for (const name of [
@@ -136,6 +138,33 @@ test("summary of a run that is not BAR-RAG: its training series' recent levels, 
     'actor/grad_norm',
   ])
     assert.match(line, new RegExp(`${name.replace('/', '\\/')} -?\\d`), name);
-  assert.match(s.text, /1 alert\(s\) fired, 0 resolved \(entropy-collapse\)/);
+  assert.match(s.text, /1 alert\(s\) fired \(entropy-collapse\); 0 resolved/);
   assert.match(s.html, /training \(120 steps, recent means\)/);
+});
+
+test('barwatch summary --html writes one file a browser shows: active findings by severity with what to do, fired and resolved apart, generator rounds, local times, charts inlined', async () => {
+  const root = tempDir();
+  writeScenario(path.join(root, 'runs', 'agg'), 'aggressive-filter', 3);
+  const state = path.join(root, 'state');
+  mkdirSync(state);
+  const cfgFile = path.join(root, 'c.yaml');
+  writeFileSync(cfgFile, 'state_dir: state\nsummary: {timezone: Asia/Shanghai}\n');
+  const res = await analyzePaths([path.join(root, 'runs')], parseConfig('state_dir: state\n', cfgFile), silentLogger());
+  await writeAtomic(path.join(state, 'state.json'), JSON.stringify(res.pipeline.state()));
+  const run = path.join(root, 'runs', 'agg');
+  const line = (status: string, detector: string, round: number | null): string =>
+    JSON.stringify({ time: new Date().toISOString(), status, detector, run, severity: 'warning', round }) + '\n';
+  appendFileSync(path.join(state, 'alerts.jsonl'), line('firing', 'generator-regression', 1) + line('resolved', 'generator-regression', 1));
+  const file = path.join(root, 'summary.html');
+  const r = await barwatchAsync(['summary', '--config', cfgFile, '--html', file]);
+  assert.equal(r.status, 0, r.stderr);
+  const html = readFileSync(file, 'utf8');
+  assert.match(html, /\[critical\] boundary-share-low<\/b>/);
+  assert.match(html, /What to do: Set easy_threshold/);
+  assert.match(html, /1 alert\(s\) fired \(generator-regression \(round 1\)\); 1 resolved \(generator-regression \(round 1\)\)/);
+  assert.match(html, /generator round 1: 80 steps; accuracy/);
+  assert.match(html, /\d{4}-\d\d-\d\d \d\d:\d\d Asia\/Shanghai/);
+  assert.match(html, /<img src="data:image\/png;base64,/);
+  assert.doesNotMatch(html, /cid:/);
+  assert.match(r.stdout, /active findings \(\d+\):\n\s+\[critical\] boundary-share-low/);
 });

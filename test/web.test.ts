@@ -168,6 +168,9 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
     await page.goto(`${base}#/runs/nothing-here`);
     await page.getByRole('alert').waitFor();
     assert.match((await page.getByRole('alert').textContent()) ?? '', /There is no page at #\/runs\/nothing-here/);
+    const summary = await fetch(`${base}summary`);
+    assert.equal(summary.status, 404);
+    assert.match(await summary.text(), /no nightly summary yet/);
     await page.goto(`${base}#/alerts`);
     const since = page.locator('table time').first();
     await since.waitFor();

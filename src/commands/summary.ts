@@ -1,4 +1,6 @@
 /** `barwatch summary`: the nightly summary built now from the daemon's saved state. */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
 import { RunRegistry } from '../runs/registry.js';
@@ -15,7 +17,8 @@ export function registerSummary(program: Command): void {
     .option('-c, --config <file>', 'configuration file (YAML), as barwatch watch finds it')
     .option('--state-dir <dir>', "the daemon's state folder (its 'watching' line names it)")
     .option('--send', 'send it to summary.channels')
-    .action(async (paths: string[], opts: { config?: string; stateDir?: string; send?: boolean }) => {
+    .option('--html <file>', 'also write it, with its charts, as one HTML file for a browser')
+    .action(async (paths: string[], opts: { config?: string; stateDir?: string; send?: boolean; html?: string }) => {
       const where = setup(opts, paths);
       sayWhere(where);
       const config = where.config;
@@ -27,7 +30,13 @@ export function registerSummary(program: Command): void {
         import('../notifiers/index.js'),
         import('../summary/send.js'),
       ]);
-      const s = await summaryOf(config, runs, Date.now(), opts.send === true);
+      const findings = state.engine?.findings ?? [];
+      const s = await summaryOf(config, runs, Date.now(), opts.send === true || opts.html !== undefined, findings);
+      if (opts.html !== undefined) {
+        const { standaloneHtml } = await import('../summary/build.js');
+        writeFileSync(opts.html, standaloneHtml(s));
+        process.stderr.write(`barwatch: summary written to ${path.resolve(opts.html)}\n`);
+      }
       if (opts.send !== true) {
         process.stdout.write(`${s.subject}\n\n${s.text}\n`);
         return;

@@ -318,6 +318,7 @@ export class Daemon {
         this.events.silences();
         void this.alertTick();
       },
+      summaryFile: () => this.layout.summary,
     };
   }
 
@@ -397,7 +398,8 @@ export class Daemon {
 
   /** Builds the summary from the live state and sends it to summary.channels. */
   async sendSummary(): Promise<void> {
-    if (this.pipeline !== null) await sendNightly(this.opts.config, this.pipeline.registry.all(), this.notifierList, this.now(), this.log);
+    if (this.pipeline !== null)
+      await sendNightly(this.opts.config, this.pipeline.registry.all(), this.engine.findings(), this.notifierList, this.now(), this.log);
   }
 
   status(): void {

@@ -14,4 +14,6 @@ export interface WebSource {
   silences(): SilenceStore;
   /** A silence was added or removed through the page. */
   silencesChanged(): void;
+  /** Where the last nightly summary is kept as one HTML file (it may not exist yet). */
+  summaryFile(): string;
 }

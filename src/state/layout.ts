@@ -22,6 +22,8 @@ export interface StateLayout {
   silences: string;
   /** The PID of the daemon using the folder (state/lock.ts). */
   lock: string;
+  /** The last nightly summary as one HTML file, for the page's link. */
+  summary: string;
 }
 
 export function stateLayout(dir: string): StateLayout {
@@ -34,6 +36,7 @@ export function stateLayout(dir: string): StateLayout {
     outboxFailed: path.join(dir, 'outbox', 'failed'),
     silences: path.join(dir, 'silences.json'),
     lock: path.join(dir, 'lock'),
+    summary: path.join(dir, 'summary.html'),
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * The nightly summary: per run, the rounds done, the boundary reward's mean and variance per round
+ * The nightly summary: per run, the findings that hold (by severity, with what to do), the rounds done, the boundary reward's mean and variance per round
  * with the direction of change, the accuracy against the target c, the boundary share, the
  * boundary's share of the reward signal, the alerts fired and resolved in the last 24 hours, and
  * charts of the boundary reward and the accuracy per round.
@@ -10,6 +10,7 @@ import type { RunState } from '../runs/run.js';
 import { Journal } from '../state/journal.js';
 import { signalShares } from '../runs/signal.js';
 import { escapeHtml, pct } from '../util/format.js';
+import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
 import { lineChartSvg, svgToPng, type Line } from './chart.js';
 
 export interface Chart {
@@ -32,6 +33,7 @@ export interface AlertLine {
   detector: string;
   run: string;
   severity: string;
+  round?: number | null;
 }
 
 export async function readAlertLog(file: string, since: number): Promise<AlertLine[]> {
@@ -55,10 +57,42 @@ function arrow(prev: number | undefined, cur: number): string {
   return Math.abs(d) < 1e-3 ? ' (=)' : d > 0 ? ` (up ${d.toFixed(3)})` : ` (down ${(-d).toFixed(3)})`;
 }
 
-export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: number, withCharts = true): Summary {
+/** A time as the summary's readers read it: date and time in `timeZone` (summary.timezone). */
+export function localTime(ms: number, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+  }).formatToParts(ms);
+  const v = (t: string): string => parts.find((p) => p.type === t)?.value ?? '';
+  return `${v('year')}-${v('month')}-${v('day')} ${v('hour')}:${v('minute')} ${timeZone}`;
+}
+
+/** A file name for a run's chart: the run folder's name, made safe, and its place in the summary. */
+function chartName(run: string, i: number, kind: string): string {
+  const base = (run.split(/[\\/]/).filter(Boolean).pop() ?? 'run').replace(/[^\w.-]+/g, '_').slice(0, 60);
+  return `${base}-${i + 1}-${kind}.png`;
+}
+
+export interface SummaryOptions {
+  withCharts?: boolean;
+  /** Findings that hold now, listed per run by severity with their message and what to do. */
+  findings?: readonly Finding[];
+  /** summary.timezone: the times the summary prints. */
+  timeZone?: string;
+}
+
+export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: number, opts: SummaryOptions = {}): Summary {
+  const withCharts = opts.withCharts ?? true;
+  const tz = opts.timeZone ?? 'UTC';
+  const active = opts.findings ?? [];
   const alerts = allAlerts.filter((a) => Date.parse(a.time) >= now - 86_400_000);
-  const text: string[] = [`barwatch summary, ${new Date(now).toISOString().slice(0, 16).replace('T', ' ')} UTC`, ''];
-  const html: string[] = [`<h2>barwatch summary</h2><p>${escapeHtml(new Date(now).toISOString())}</p>`];
+  const text: string[] = [`barwatch summary, ${localTime(now, tz)}`, ''];
+  const html: string[] = [`<h2>barwatch summary</h2><p>${escapeHtml(localTime(now, tz))}</p>`];
   const charts: Chart[] = [];
   runs.forEach((run, i) => {
     const { c } = targetOf(run);
@@ -68,6 +102,23 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
     html.push(
       `<h3>${escapeHtml(run.id)}</h3><p>rounds: ${sel.length} selector, ${gen.length} generator${run.finished ? ' (finished)' : ''}</p>`,
     );
+    const mineNow = active.filter((f) => f.run === run.id).sort((a, b) => SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity]);
+    if (mineNow.length > 0) {
+      text.push(`  active findings (${mineNow.length}):`);
+      html.push('<ul>');
+      for (const f of mineNow) {
+        const at = [f.round !== null ? `round ${f.round}` : '', f.step !== null ? `step ${f.step}` : ''].filter(Boolean).join(', ');
+        text.push(`    [${f.severity}] ${f.detector}${at ? ` (${at})` : ''}: ${f.message}`);
+        if (f.recommendation) text.push(`      -> ${f.recommendation}`);
+        html.push(
+          `<li><b>[${escapeHtml(f.severity)}] ${escapeHtml(f.detector)}</b>${at ? ` (${escapeHtml(at)})` : ''}: ${escapeHtml(f.message)}${f.recommendation ? `<br>What to do: ${escapeHtml(f.recommendation)}` : ''}</li>`,
+        );
+      }
+      html.push('</ul>');
+    } else {
+      text.push('  active findings: none');
+      html.push('<p>active findings: none</p>');
+    }
     const rows: string[] = [];
     let prevMean: number | undefined;
     let prevVar: number | undefined;
@@ -96,10 +147,18 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
         const found = seriesFor(r, q);
         return found === null || found.stats.window.n === 0 ? [] : [`${found.name} ${f3(found.stats.window.mean)}`];
       });
-      if (parts.length === 0 || (r.role === 'selector' && r.series.has('boundary'))) continue;
+      // BAR-RAG's rounds have their own lines above and below; theirs only where the trainer logged more than a reward.
+      if (parts.length === 0 || (r.role !== 'unknown' && parts.length < 2) || (r.role === 'selector' && r.series.has('boundary'))) continue;
       const where = r.role === 'unknown' ? 'training' : `${r.role} round ${r.round ?? '-'}`;
       text.push(`  ${where} (${r.steps} steps, recent means): ${parts.join(', ')}`);
       html.push(`<p>${escapeHtml(where)} (${r.steps} steps, recent means): ${escapeHtml(parts.join(', '))}</p>`);
+    }
+    for (const r of gen) {
+      const acc = r.series.get('accuracy');
+      const reward = r.series.get('reward');
+      const line = `generator round ${r.round ?? '-'}: ${r.steps} steps; accuracy ${f3(acc?.summary.mean)} (last ${f3(acc?.window.mean)}); reward ${f3(reward?.summary.mean)}`;
+      text.push(`  ${line}`);
+      html.push(`<p>${escapeHtml(line)}</p>`);
     }
     const share = run.filter.postShare;
     if (share !== null) {
@@ -107,15 +166,13 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
       html.push(`<p>filter: boundary share ${pct(run.filter.preShare)} before, ${pct(share)} after</p>`);
     }
     const mine = alerts.filter((a) => a.run === run.id);
-    const fired = mine.filter((a) => a.status === 'firing');
+    const fired = mine.filter((a) => a.status === 'firing' || a.status === 'escalated');
     const resolved = mine.filter((a) => a.status === 'resolved');
-    text.push(
-      `  last 24 h: ${fired.length} alert(s) fired, ${resolved.length} resolved${fired.length ? ` (${[...new Set(fired.map((a) => a.detector))].join(', ')})` : ''}`,
-      '',
-    );
-    html.push(
-      `<p>last 24 h: ${fired.length} alert(s) fired, ${resolved.length} resolved${fired.length ? ` (${escapeHtml([...new Set(fired.map((a) => a.detector))].join(', '))})` : ''}</p>`,
-    );
+    const names = (xs: AlertLine[]): string =>
+      [...new Set(xs.map((a) => `${a.detector}${a.round != null ? ` (round ${a.round})` : ''}`))].join(', ');
+    const day = `last 24 h: ${fired.length} alert(s) fired${fired.length ? ` (${names(fired)})` : ''}; ${resolved.length} resolved${resolved.length ? ` (${names(resolved)})` : ''}`;
+    text.push(`  ${day}`, '');
+    html.push(`<p>${escapeHtml(day)}</p>`);
     if (withCharts) {
       const curve = (list: typeof sel, name: string): Line[] =>
         list
@@ -134,7 +191,7 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
           target !== undefined ? { target } : {},
         );
         const cid = `${kind}-${i}@barwatch`;
-        charts.push({ cid, filename: `${kind}-${i}.png`, svg, png: svgToPng(svg) });
+        charts.push({ cid, filename: chartName(run.id, i, kind), svg, png: svgToPng(svg) });
         html.push(`<p><img src="cid:${cid}" alt="${kind} per round" width="560" height="220"></p>`);
       }
     }
@@ -146,4 +203,11 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
     html: `<!doctype html><html><body style="font-family:sans-serif">${html.join('\n')}</body></html>`,
     charts,
   };
+}
+
+/** The summary as one HTML file for a browser, its charts inlined (`barwatch summary --html FILE`). */
+export function standaloneHtml(s: Summary): string {
+  let html = s.html;
+  for (const c of s.charts) html = html.split(`cid:${c.cid}`).join(`data:image/png;base64,${c.png.toString('base64')}`);
+  return html.replace('<body', `<head><meta charset="utf-8"><title>${escapeHtml(s.subject)}</title></head><body`);
 }

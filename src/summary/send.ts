@@ -1,12 +1,19 @@
 /** Builds the summary from a run registry and the alert log, and sends it to summary.channels. */
 import type { Config } from '../config/load.js';
 import type { RunState } from '../runs/run.js';
+import type { Finding } from '../detectors/types.js';
 import { stateLayout } from '../state/layout.js';
 import { buildSummary, readAlertLog, type Summary } from './build.js';
 
-export async function summaryOf(config: Config, runs: RunState[], now: number, withCharts = true): Promise<Summary> {
+export async function summaryOf(
+  config: Config,
+  runs: RunState[],
+  now: number,
+  withCharts = true,
+  findings: readonly Finding[] = [],
+): Promise<Summary> {
   const alerts = await readAlertLog(stateLayout(config.stateDir).alerts, now - 86_400_000);
-  return buildSummary(runs, alerts, now, withCharts);
+  return buildSummary(runs, alerts, now, { withCharts, findings, timeZone: config.summary.timezone });
 }
 
 /** A channel that can carry the summary (notifiers/ implements it for email and Slack). */
