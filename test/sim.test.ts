@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { SIM_SCENARIO_NAMES } from '../src/sim/scenarios.js';
@@ -70,7 +71,9 @@ describe('barwatch demo', () => {
   test('--fast: the filter problem is found with its recommendation, and the run with the fix is healthy', async () => {
     const r = await barwatchAsync(['demo', '--fast', '--listen', '127.0.0.1:0']);
     assert.equal(r.status, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /Watch it on the charts: open http:\/\/127\.0\.0\.1:\d+\//);
+    // --fast ends in seconds: no page address to open, the user is told how to get one.
+    assert.doesNotMatch(r.stdout, /Watch it on the charts/);
+    assert.match(r.stdout, /without --fast to watch it on the charts/);
     assert.match(r.stdout, /FIRING \[critical\] boundary-share-low/);
     assert.match(r.stdout, /What to do: Set easy_threshold 0\.42 -> /);
     assert.match(r.stdout, /Run 2: the same training with barwatch's recommended filter thresholds/);
@@ -84,6 +87,20 @@ describe('barwatch demo', () => {
       assert.match(m[0], /Moved on to round (\d+), where it fires now/, m[0]);
       const to = /Moved on to round (\d+)/.exec(m[0])![1];
       assert.match(r.stdout, new RegExp(`FIRING \\[\\w+\\] ${m[1]}: .*\\(round ${to}, `), `${m[1]} fires in round ${to}`);
+    }
+  });
+
+  test('a page address already in use: the demo says so in a sentence and serves on a free port', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const r = await barwatchAsync(['demo', '--fast', '--listen', `127.0.0.1:${port}`]);
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, new RegExp(`\\(127\\.0\\.0\\.1:${port} is in use: the demo's page is served on a free port instead\\.\\)`));
+      assert.doesNotMatch(r.stdout + r.stderr, /EADDRINUSE|\{"host"/);
+    } finally {
+      taken.close();
     }
   });
 });

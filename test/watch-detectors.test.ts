@@ -3,176 +3,20 @@
  * finished files, in the same rounds, and no other alert along the way, not even for a moment.
  * Four ways of writing: every scenario of the generator at a steady pace, the same in large
  * bursts (a burst spans files and rounds, so the daemon reads them in whatever order its events
- * come), every simulator scenario written by `barwatch simulate` processes at a training pace,
- * and the same simulated runs replayed from their finished files in bursts.
+ * come), every simulator scenario written by `barwatch simulate` processes at a training pace
+ * (watch-speeds.test.ts, at several paces), and the same simulated runs replayed from their
+ * finished files in bursts.
  */
 import assert from 'node:assert/strict';
-import { fork } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, test, type TestContext } from 'node:test';
-import { analyzePaths } from '../src/pipeline/analyze.js';
-import { loadConfig } from '../src/config/load.js';
-import { silentLogger } from '../src/util/log.js';
-import { DETECTORS } from '../src/detectors/index.js';
-import type { Finding } from '../src/detectors/types.js';
 import { SIM_SCENARIO_NAMES } from '../src/sim/scenarios.js';
 import { barwatchAsync } from './helpers/cli.js';
-import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { asExpectedScenario, SCENARIO_NAMES, scenarioWrites } from './helpers/scenarios.js';
-import { asExpected } from './helpers/sim-confusion.js';
 import { asExpectedGrpo, GRPO_SCENARIO_NAMES, grpoWrites } from './helpers/grpo-scenarios.js';
-
-const SCOPE = new Map(DETECTORS.map((d) => [d.id, d.scope]));
-const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');
-
-interface AlertLine {
-  status: 'firing' | 'resolved' | 'escalated';
-  detector: string;
-  run: string;
-  round: number | null;
-  step: number | null;
-}
-
-/** Lines in the files a daemon reads (every file but the YAML configs) under `dir`. */
-function linesUnder(dir: string): number {
-  let n = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) n += linesUnder(p);
-    else if (!e.name.endsWith('.yaml') && statSync(p).size > 0) n += readFileSync(p, 'utf8').match(/\n/g)?.length ?? 0;
-  }
-  return n;
-}
-
-/**
- * Watches `root/runs` while `write` writes it, until every line is read (and `settled` holds),
- * then analyses the finished files. Returns the alerts the daemon wrote and analyze's findings.
- */
-async function watchWhileWriting(
-  root: string,
-  write: () => Promise<void>,
-  settled?: (d: DaemonProcess) => Promise<unknown>,
-  /**
-   * stale-run's min_silence: where a scenario stops writing on purpose, long enough that a writer
-   * paused by a busy machine (two CPU-bound jobs beside the suite paused it for over 4 s) is not
-   * taken for a stale run; long where no scenario stops.
-   */
-  staleAfter = '15s',
-  /** More detector settings, YAML lines under `detectors:`. */
-  detectors = '',
-): Promise<{ alerts: AlertLine[]; offline: Finding[] }> {
-  const state = path.join(root, 'state');
-  const cfg = path.join(root, 'barwatch.yaml');
-  writeFileSync(
-    cfg,
-    `state_dir: ${state}\nwatch:\n  status_interval: 300ms\n  sweep_interval: 300ms\nlog: {format: json, level: info}\ndetectors:\n  stale-run: {min_silence: ${staleAfter}}\n${detectors}`,
-  );
-  const runs = path.join(root, 'runs');
-  const d = new DaemonProcess([runs, '--config', cfg]);
-  await d.waitFor((l) => l.msg === 'watching');
-  await write();
-  const lines = linesUnder(runs);
-  await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= lines, 60_000);
-  await settled?.(d);
-  assert.equal(await d.stop(), 0);
-  const alerts = readFileSync(path.join(state, 'alerts.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as AlertLine);
-  const offline = (await analyzePaths([runs], loadConfig(null), silentLogger(), () => Date.now())).findings.filter(
-    (f) => f.severity !== 'info',
-  );
-  return { alerts, offline };
-}
-
-/**
- * For one run: what holds live at the end equals what analyze reports, and every alert raised on
- * the way (firing or escalated, even if resolved since) is one analyze reports, in the same round
- * for a round-scoped detector. Returns the table rows.
- */
-function liveEqualsAnalyze(name: string, run: string, alerts: AlertLine[], offline: Finding[]): string[] {
-  const mine = alerts.filter((a) => a.run === run);
-  const theirs = offline.filter((f) => f.run === run);
-  const holding = new Map<string, AlertLine>();
-  for (const a of mine) {
-    const key = `${a.detector}|${SCOPE.get(a.detector) === 'run' ? '*' : a.round}`;
-    if (a.status === 'resolved') holding.delete(key);
-    else if (!holding.has(key)) holding.set(key, a);
-  }
-  const ids = (xs: { detector: string }[]): string[] => [...new Set(xs.map((x) => x.detector))].sort();
-  assert.deepEqual(ids([...holding.values()]), ids(theirs), `${name}: live findings at the end`);
-  const rows: string[] = [];
-  for (const a of mine.filter((x) => x.status !== 'resolved')) {
-    const f =
-      SCOPE.get(a.detector) === 'round'
-        ? theirs.find((x) => x.detector === a.detector && x.round === a.round)
-        : theirs.find((x) => x.detector === a.detector);
-    assert.ok(f !== undefined, `${name}: ${a.status} ${a.detector} round ${a.round} step ${a.step} live, not in analyze`);
-    if (a.status === 'firing')
-      rows.push(`| ${name} | ${a.detector} | ${a.round ?? '-'} | ${a.step ?? '-'} | ${f.round ?? '-'} | ${f.step ?? '-'} |`);
-  }
-  return rows;
-}
-
-/**
- * The writes of a finished simulated run, in the order training made them: configs, then round by
- * round the selector's files and then the generator's, their lines interleaved, then the rest.
- */
-function writesOfFinishedRun(dir: string, into: string): { file: string; text: string }[] {
-  const out: { file: string; text: string }[] = [];
-  const files = (sub: string): string[] =>
-    readdirSync(path.join(dir, sub), { withFileTypes: true })
-      .filter((e) => e.isFile())
-      .map((e) => path.join(sub, e.name))
-      .sort();
-  const interleave = (rel: string[]): void => {
-    const lines = rel.map((f) =>
-      readFileSync(path.join(dir, f), 'utf8')
-        .split(/(?<=\n)/)
-        .filter((l) => l !== ''),
-    );
-    for (let i = 0; lines.some((l) => i < l.length); i++)
-      for (const [j, l] of lines.entries()) if (i < l.length) out.push({ file: path.join(into, rel[j]!), text: l[i]! });
-  };
-  interleave(files('configs'));
-  const rounds = readdirSync(path.join(dir, 'outputs'), { withFileTypes: true })
-    .filter((e) => e.isDirectory())
-    .map((e) => /^(selector|generator)_round(\d+)$/.exec(e.name)!)
-    .sort((a, b) => Number(a[2]) * 2 + (a[1] === 'generator' ? 1 : 0) - (Number(b[2]) * 2 + (b[1] === 'generator' ? 1 : 0)));
-  for (const r of rounds) interleave(files(path.join('outputs', r[0])));
-  interleave(files('outputs'));
-  return out;
-}
-
-const HEADER = [
-  '| run | detector | live: round | live: first held at step | analyze: round | analyze: step |',
-  '|---|---|---|---|---|---|',
-];
-
-/** Runs the writer process on a plan until it has written everything. */
-async function replay(planFile: string): Promise<void> {
-  const writer = fork(REPLAY, [planFile], { stdio: 'inherit' });
-  await new Promise<void>((resolve, reject) =>
-    writer.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer exit ${code}`)))),
-  );
-}
-
-/** Every simulated run: analyze gives what its scenario expects, and live equals analyze. */
-function checkSimulated(t: TestContext, root: string, seed: number, alerts: AlertLine[], offline: Finding[]): void {
-  const rows = [...HEADER];
-  for (const name of SIM_SCENARIO_NAMES) {
-    const run = path.join(root, 'runs', name);
-    const findings = offline.filter((f) => f.run === run);
-    const ids = [...new Set(findings.map((f) => f.detector))].sort();
-    assert.ok(asExpected({ scenario: name, seed, ids, findings }), `${name}: analyze gives ${ids.join(', ') || 'nothing'}`);
-    rows.push(...liveEqualsAnalyze(name, run, alerts, offline));
-  }
-  for (const row of rows) t.diagnostic(row);
-}
+import { checkSimulated, HEADER, liveEqualsAnalyze, replay, watchWhileWriting, writesOfFinishedRun } from './helpers/live.js';
 
 /** Every scenario of the generator, interleaved in trainer time, replayed by a writer process. */
 async function scenariosLive(t: TestContext, seed: number, every: number, pauseMs: number): Promise<void> {
@@ -240,25 +84,6 @@ describe('watch equals analyze, written live', () => {
         rows.push(...liveEqualsAnalyze(`${name}-s${seed}`, run, alerts, offline));
       }
     for (const row of rows) t.diagnostic(row);
-  });
-
-  test('every simulator scenario, written by barwatch simulate at 400 steps a second', async (t) => {
-    const root = tempDir();
-    const seed = 2;
-    const { alerts, offline } = await watchWhileWriting(
-      root,
-      async () => {
-        const done = await Promise.all(
-          SIM_SCENARIO_NAMES.map((name) =>
-            barwatchAsync(['simulate', path.join(root, 'runs', name), '--scenario', name, '--seed', String(seed), '--speed', '400']),
-          ),
-        );
-        for (const r of done) assert.equal(r.status, 0, r.stderr);
-      },
-      undefined,
-      '10m',
-    );
-    checkSimulated(t, root, seed, alerts, offline);
   });
 
   test('every simulator scenario in bursts (its finished files replayed, 1,500 writes across files and rounds, then 200 ms)', async (t) => {

@@ -33,7 +33,8 @@ export function registerAnalyze(program: Command): void {
           opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : createLogger({ ...config.log, level: 'warn' });
         let result;
         try {
-          const progress = new ProgressLine(process.stderr);
+          // With --verbose the log says what is read, line by line: no progress line between.
+          const progress = new ProgressLine(opts.verbose === true ? null : process.stderr);
           try {
             result = await analyzePaths(paths, config, opts.verbose === true ? log : silentLogger(), Date.now, (done, total) =>
               progress.update(`reading: ${done} of ${total} file(s)`),

@@ -3,6 +3,7 @@
  * live by the real daemon (console alerts, plus Slack or email when the config has them), the
  * findings told in plain words, then the same run with barwatch's recommended thresholds.
  */
+import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -47,12 +48,19 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
   const tty = (o.out as { isTTY?: boolean }).isTTY === true;
   const config: Config = {
     ...o.config,
-    watch: { ...o.config.watch, roots: [dir] },
+    // A finished run is judged with everything read a second after its last line.
+    watch: { ...o.config.watch, roots: [dir], settleAfterMs: 1000 },
     stateDir: path.join(dir, '.barwatch'),
     alerting: { ...o.config.alerting, forMs: 0, groupWaitMs: 0 },
     http: { ...o.config.http },
     log: { level: 'error', format: 'auto' },
   };
+  // A page address already taken (another barwatch, another demo): the demo serves on a free port.
+  const wanted = config.http.listen;
+  if (wanted !== undefined && wanted.port !== 0 && !(await portFree(wanted.host, wanted.port))) {
+    config.http = { ...config.http, listen: { ...wanted, port: 0 } };
+    o.out.write(`(${wanted.host}:${wanted.port} is in use: the demo's page is served on a free port instead.)\n`);
+  }
   // Console alerts, indented under the progress line.
   const alerts = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -68,7 +76,8 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
   const scenario = SIM_SCENARIOS[SCENARIO];
   say('barwatch demo: a small BAR-RAG training (selector trained with GRPO, generator fine-tuned, alternating)');
   say(`is simulated in ${dir} and watched live by barwatch.${channels.length > 0 ? ` Alerts also go to: ${channels.join(', ')}.` : ''}`);
-  if (daemon.url !== null) say(`Watch it on the charts: open ${daemon.url}`);
+  if (daemon.url !== null && !o.fast) say(`Watch it on the charts: open ${daemon.url}`);
+  else if (daemon.url !== null) say(`(--fast ends in seconds; run the demo without --fast to watch it on the charts.)`);
   say();
   say(`Run 1: ${scenario.change}.`);
   const first = await watchRun(o, daemon, path.join(dir, 'run-1'), {}, say, tty);
@@ -136,8 +145,8 @@ async function watchRun(
     },
   });
   if (tty) o.out.write('\r\x1b[K');
-  // Let the daemon read the last lines and judge the finished run.
-  await sleep(o.fast ? 1500 : 2500);
+  // Let the daemon read the last lines and judge the finished run with everything read.
+  for (let waited = 0; waited < 15_000 && !daemon.settled(run); waited += 100) await sleep(100);
   return daemon.findings().filter((f) => f.run === run && f.severity !== 'info');
 }
 
@@ -152,4 +161,13 @@ function narrate(findings: Finding[], say: (s?: string) => void): void {
     say(`  * ${f.detector}${f.round !== null ? ` (round ${f.round}${f.step !== null ? `, step ${f.step}` : ''})` : ''}: ${f.message}`);
     if (f.recommendation) say(`    What to do: ${f.recommendation}`);
   }
+}
+
+/** Whether host:port can be listened on now (closed again at once). */
+function portFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, host, () => probe.close(() => resolve(true)));
+  });
 }

@@ -32,6 +32,8 @@ export interface Config {
     statusIntervalMs: number;
     checkpointIntervalMs: number;
     sweepIntervalMs: number;
+    /** A run quiet this long is judged decisively (watch.settle_after). */
+    settleAfterMs: number;
     /** Symlinks followed and files per root (sources/reach.ts). */
     reach: ReachOptions;
   };
@@ -166,6 +168,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
       statusIntervalMs: ms(raw.watch.status_interval),
       checkpointIntervalMs: ms(raw.watch.checkpoint_interval),
       sweepIntervalMs: ms(raw.watch.sweep_interval),
+      settleAfterMs: ms(raw.watch.settle_after),
       reach: { follow: raw.watch.follow_symlinks, maxFiles: raw.watch.max_files, maxFolders: raw.watch.max_folders },
     },
     stateDir: abs(raw.state_dir),

@@ -33,6 +33,11 @@ const watch = z.strictObject({
   checkpoint_interval: boundedDuration('100ms', '1h').default('30s'),
   /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
   sweep_interval: boundedDuration('100ms').default('30s'),
+  /**
+   * A run that writes nothing for this long is judged once with everything read, as analyze judges
+   * a finished run: verdicts that wait for a second evaluation fire or resolve then.
+   */
+  settle_after: boundedDuration('100ms', '7d').default('5m'),
   /** Which symlinks under a root are followed: inside (targets inside a root), all, none. */
   follow_symlinks: z.enum(FOLLOW_SYMLINKS).default(DEFAULT_REACH.follow),
   /** At most this many files, and folders, followed under each root. */

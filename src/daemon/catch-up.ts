@@ -1,8 +1,10 @@
 /**
- * What a (re)started daemon does before it watches: reads what is already there with detectors
- * held, then judges every run once with everything read. A backlog read in any order (a selector
- * round before the generator round it follows) must not raise transient alerts. Files that
- * appear meanwhile are picked up by the watcher.
+ * What a (re)started daemon does before it watches: reads what is already there as analyze does
+ * (every file known before the first is read, each run's rounds in training order, detectors
+ * judging as records are applied) with its alerts held, judges every run once with everything
+ * read, and then reports what changed since it last stopped: a finding that came and went in the
+ * backlog raises no alert, and one that holds names the step at which it first held, the step
+ * analyze names. Files that appear meanwhile are picked up by the watcher.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -42,7 +44,8 @@ export async function catchUp(
     );
     if (!exists) log.warn({ root: r.path }, 'watched root does not exist yet; waiting for it');
   }
-  p.holdDetectors = true;
+  const before = engine.findings();
+  p.holdAlerts = true;
   const files: string[] = [];
   for (const r of roots) {
     for (const f of await filesUnder(r.path, roots, reach)) {
@@ -50,10 +53,12 @@ export async function catchUp(
       files.push(f.file);
     }
   }
-  for (const f of files) await p.drain(f);
-  p.holdDetectors = false;
-  for (const run of p.registry.all()) {
-    const t = engine.evaluate(run, p.detectContext());
-    if (t.length > 0) onTransitions(t);
+  try {
+    for (const f of files) await p.drain(f);
+    for (const run of p.registry.all()) engine.evaluate(run, p.detectContext());
+  } finally {
+    p.holdAlerts = false;
   }
+  const t = engine.changesSince(before);
+  if (t.length > 0) onTransitions(t);
 }

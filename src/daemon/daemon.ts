@@ -108,6 +108,10 @@ export class Daemon {
   /** A walk of the roots under way (see lookForMissed). */
   private looking: Promise<void> | null = null;
   private way: FollowWay = followWay(false);
+  /** Per run: the records it had read at a sweep, and since when it has had that many. */
+  private readonly readAtSweep = new Map<string, { read: number; since: number }>();
+  /** Per run: the records it had read when it was last judged decisively (a catch-up, a settle). */
+  private readonly settledAt = new Map<string, number>();
 
   constructor(private opts: DaemonOptions) {
     this.now = opts.now ?? Date.now;
@@ -120,7 +124,7 @@ export class Daemon {
       forPeople(opts.config.log),
     );
     this.queue = new ReadQueue({
-      read: (file) => this.pipeline!.poll(file),
+      read: (file) => this.pipeline!.read(file),
       gone: async (file) => {
         this.log.info({ file }, 'file removed; stopped following it');
         await this.pipeline!.untrack(file);
@@ -148,6 +152,12 @@ export class Daemon {
   /** Findings that hold now. */
   findings(): Finding[] {
     return this.engine.findings();
+  }
+
+  /** Whether a run has been judged with everything it has read (quiet for watch.settle_after, or caught up). */
+  settled(runId: string): boolean {
+    const run = this.pipeline?.registry.get(runId);
+    return run !== undefined && this.settledAt.get(runId) === run.recordsRead();
   }
 
   /** The alerting stages (for tests and test-alert). */
@@ -191,6 +201,7 @@ export class Daemon {
       loaded,
     );
     await catchUp(this.pipeline, this.engine, roots, reach, this.log, (t) => this.onTransitions(t));
+    for (const run of this.pipeline.registry.all()) this.settledAt.set(run.id, run.recordsRead());
     this.log.info(
       {
         roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)),
@@ -267,6 +278,15 @@ export class Daemon {
     }
     for (const run of p.registry.all()) {
       const t = this.engine.evaluate(run, p.detectContext(), true);
+      // A run quiet for settle_after is judged once with everything read, decisively, as analyze
+      // judges a finished run.
+      const read = run.recordsRead();
+      const seen = this.readAtSweep.get(run.id);
+      if (seen === undefined || seen.read !== read) this.readAtSweep.set(run.id, { read, since: now });
+      else if (now - seen.since >= this.opts.config.watch.settleAfterMs && this.settledAt.get(run.id) !== read) {
+        t.push(...this.engine.evaluate(run, p.detectContext()));
+        this.settledAt.set(run.id, read);
+      }
       if (t.length > 0) this.onTransitions(t);
     }
     // The folder watcher looks for roots it waits for (and lists every folder again at one sweep in
@@ -402,9 +422,16 @@ export class Daemon {
       await sendNightly(this.opts.config, this.pipeline.registry.all(), this.engine.findings(), this.notifierList, this.now(), this.log);
   }
 
+  /** Runs that read records since they were last judged decisively (see sweep). */
+  private unsettled(): number {
+    let n = 0;
+    for (const run of this.pipeline?.registry.all() ?? []) if (this.settledAt.get(run.id) !== run.recordsRead()) n++;
+    return n;
+  }
+
   status(): void {
     if (this.pipeline === null) return;
-    const [fields, message] = statusLine(this.pipeline.totals(), this.queue.size, this.alerting, this.engine.findings());
+    const [fields, message] = statusLine(this.pipeline.totals(), this.queue.size, this.alerting, this.engine.findings(), this.unsettled());
     this.log.info(fields, message);
   }
 

@@ -51,6 +51,8 @@ export function statusLine(
   queued: number,
   alerting: Alerting | null,
   findings: readonly Finding[] = [],
+  /** Runs that read records since they were last judged with everything read (watch.settle_after). */
+  unsettled = 0,
 ): [Record<string, number>, string] {
   let sent = 0;
   for (const n of alerting?.outbox.counters.sent.values() ?? []) sent += n;
@@ -61,7 +63,7 @@ export function statusLine(
       ? 'no active finding'
       : `active: ${by.critical} critical, ${by.warning} warning, ${by.info} info`;
   return [
-    { ...t, queued, outbox: alerting?.outbox.depth ?? 0, sent, critical: by.critical, warning: by.warning, info: by.info },
+    { ...t, queued, outbox: alerting?.outbox.depth ?? 0, sent, critical: by.critical, warning: by.warning, info: by.info, unsettled },
     `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long; ${active}`,
   ];
 }

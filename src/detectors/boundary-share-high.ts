@@ -15,6 +15,7 @@ export const boundaryShareHigh: Detector<P> = {
   id: 'boundary-share-high',
   cleared: 'the post-filter boundary share is back at 40% or less',
   scope: 'run',
+  immediate: true,
   description: 'Post-filter share of boundary questions above max_share; critical with falling accuracy.',
   defaults: { enabled: true, severity: 'warning', max_share: 0.4, min_questions: 50, band_low: 0.25, band_high: 0.35 },
   every: () => 8,

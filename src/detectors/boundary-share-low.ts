@@ -16,6 +16,7 @@ export const boundaryShareLow: Detector<P> = {
   id: 'boundary-share-low',
   cleared: 'the post-filter boundary share is back at 25% or more',
   scope: 'run',
+  immediate: true,
   description: 'Post-filter share of boundary questions (accuracy in [0.4, 0.6]) below min_share.',
   defaults: { enabled: true, severity: 'warning', min_share: 0.25, min_questions: 50, band_low: 0.25, band_high: 0.35 },
   every: () => 1,

@@ -1,7 +1,12 @@
 /**
  * Runs the detectors over a run's state as it grows and keeps the findings that hold.
  * Each finding is keyed by (run, detector, round); the engine remembers the step at which it
- * first held, updates its evidence while it holds, and reports when it stops holding. The same
+ * first held, updates its evidence while it holds, and reports when it stops holding. A verdict
+ * changes only when two evaluations in a row agree (a finding fires once it has held at two
+ * evaluations of its detector, and resolves once it has failed at two), or at a decisive
+ * evaluation (`evaluate`): the last one of analyze, the end of a daemon's catch-up, a run that
+ * has gone quiet (watch.settle_after).
+ * A finding that holds for a moment as a statistic crosses its threshold is no alert. The same
  * engine serves `watch` (records as they arrive, timers for time-based detectors) and `analyze`
  * (records in one pass, then a final evaluation with everything read).
  */
@@ -19,23 +24,21 @@ export interface Transition {
 export interface EngineJSON {
   findings: Finding[];
   evaluated: Record<string, number>;
+  /** Findings held once, waiting for a second evaluation to fire. */
+  pending?: Finding[];
+  /** Keys of findings that failed once, waiting for a second evaluation to resolve. */
+  failing?: string[];
 }
 
 const NO_TRANSITIONS: Transition[] = [];
-/** Runs shorter than this are evaluated at full cadence even in bulk (analyze equals watch on them). */
-const BULK_FROM = 1024;
-/** In bulk, a detector's stride is at least 1/BULK_RESOLUTION of the records read so far. */
-const BULK_RESOLUTION = 32;
+/** Runs shorter than this (in records read) are evaluated at every detector's own cadence. */
+const STRIDE_FROM = 8192;
+/** Past STRIDE_FROM, a detector's stride is at least 1/STRIDE_RESOLUTION of the records read so far. */
+const STRIDE_RESOLUTION = 128;
 
-/**
- * How far a run has been read: its metric records, all rounds and files together. Cadences count
- * these, not distinct steps: a round's second file (a train.log read after its
- * reward_history.jsonl, or before it) brings new values for steps already counted.
- */
+/** How far a run has been read (RunState.recordsRead): cadences count records, not distinct steps. */
 function progress(run: RunState): number {
-  let n = 0;
-  for (const r of run.rounds.values()) n += r.records;
-  return n;
+  return run.recordsRead();
 }
 
 /** Whether a draft is about the same round and series as the finding it updates. */
@@ -57,6 +60,10 @@ export class DetectorEngine {
   /** Runs with a finding of a time-based detector (stale-run) that holds: a record may resolve it. */
   private readonly timeHeld = new Map<string, number>();
   private readonly timeBased: ReadonlySet<string>;
+  /** Findings that held at one evaluation and not yet at a second, by key. */
+  private readonly pending = new Map<string, Finding>();
+  /** Keys of active findings that failed at one evaluation and not yet at a second. */
+  private readonly failing = new Set<string>();
 
   constructor(
     private params: Record<string, Params>,
@@ -79,6 +86,7 @@ export class DetectorEngine {
     this.nextDue.clear();
     const on = new Set(this.enabled.map((d) => d.id));
     const out: Transition[] = [];
+    for (const [key, f] of this.pending) if (!on.has(f.detector)) this.pending.delete(key);
     for (const [key, f] of this.active) {
       if (!on.has(f.detector)) {
         this.unset(key, f);
@@ -93,29 +101,32 @@ export class DetectorEngine {
   }
 
   /**
-   * After a record: evaluates the step-driven detectors whose cadence is due. `bulk` says the
-   * record came in a large batch (analyze, or a daemon catching up on a backlog): then, past
-   * BULK_FROM steps, a detector waits at least 1/32 of the steps read so far between evaluations
-   * (about 32 evaluations each time the run's length grows e-fold: ~150 over a 20,000-step run),
-   * so many runs read fast, and the step at which a
-   * finding first held is exact to within 1/32 of the steps read before it.
+   * Before the first record of another step (Pipeline's sink: the step before is all in, from
+   * every file of its round): evaluates the step-driven detectors whose cadence is due. The
+   * schedule depends
+   * on the records read alone, never on how they arrived (one at a time at a training pace, in
+   * large batches when a daemon catches up, in one pass in analyze), so a finding first holds at
+   * the same step live and in analyze. Past STRIDE_FROM records a detector waits at least 1/128 of
+   * the records read so far between evaluations (about 128 evaluations each time the run's length
+   * grows e-fold), so a long run is read fast: the step at which a finding first held is then
+   * exact to within 1/128 of the run read before it.
    * Time-based detectors (stale-run) are judged by the clock (`evaluate(..., timeOnly)`); a record
    * only re-judges one whose finding holds for the run, since a record is news the run is alive.
    */
-  onRecord(run: RunState, ctx: DetectContext, bulk = false): Transition[] {
+  onRecord(run: RunState, ctx: DetectContext): Transition[] {
     const read = progress(run);
     const held = this.timeHeld.has(run.id);
     // Cheap exit for the common case: no detector is due yet.
     const due = this.nextDue.get(run.id);
     if (due !== undefined && read < due && !held) return NO_TRANSITIONS;
-    const stride = bulk && read >= BULK_FROM ? Math.floor(read / BULK_RESOLUTION) : 0;
+    const stride = read >= STRIDE_FROM ? Math.floor(read / STRIDE_RESOLUTION) : 0;
     let out: Transition[] | null = null;
     let next = Infinity;
     const byDetector = this.evaluatedOf(run.id);
     for (let i = 0; i < this.enabled.length; i++) {
       const d = this.enabled[i]!;
       if (d.timeBased === true) {
-        if (ctx.live && held && this.activeBy.has(`${run.id}|${d.id}`)) out = this.judgeAdd(out, run, d, ctx, byDetector, read);
+        if (ctx.live && held && this.activeBy.has(`${run.id}|${d.id}`)) out = this.judgeAdd(out, run, d, ctx, byDetector, read, true);
         continue;
       }
       const last = byDetector.get(d.id);
@@ -131,6 +142,20 @@ export class DetectorEngine {
     return out ?? NO_TRANSITIONS;
   }
 
+  /**
+   * After a read (the records of one batch applied): the immediate detectors judge what is new
+   * without waiting for their cadence or the next step, so a NaN or a crash is reported at once.
+   */
+  afterRead(run: RunState, ctx: DetectContext): Transition[] {
+    const read = progress(run);
+    const byDetector = this.evaluatedOf(run.id);
+    let out: Transition[] | null = null;
+    for (const d of this.enabled)
+      if (d.immediate === true && d.timeBased !== true && byDetector.get(d.id) !== read)
+        out = this.judgeAdd(out, run, d, ctx, byDetector, read);
+    return out ?? NO_TRANSITIONS;
+  }
+
   /** Judges one detector now; its transitions are added to `out` (made when there are any). */
   private judgeAdd(
     out: Transition[] | null,
@@ -139,9 +164,10 @@ export class DetectorEngine {
     ctx: DetectContext,
     byDetector: Map<string, number>,
     steps: number,
+    decisive = false,
   ): Transition[] | null {
     byDetector.set(d.id, steps);
-    const t = this.apply(run, d, d.detect(run, this.paramsOf(d), ctx));
+    const t = this.apply(run, d, d.detect(run, this.paramsOf(d), ctx), decisive);
     if (t.length > 0) (out ??= []).push(...t);
     return out;
   }
@@ -152,7 +178,10 @@ export class DetectorEngine {
     return m;
   }
 
-  /** Evaluates every enabled detector now (`timeOnly`: just the time-based ones). */
+  /**
+   * Evaluates every enabled detector now (`timeOnly`: just the time-based ones), decisively: what
+   * holds now fires and what does not resolves, without waiting for a second evaluation.
+   */
   evaluate(run: RunState, ctx: DetectContext, timeOnly = false): Transition[] {
     const out: Transition[] = [];
     const steps = progress(run);
@@ -160,20 +189,29 @@ export class DetectorEngine {
     for (const d of this.enabled) {
       if (timeOnly && d.timeBased !== true) continue;
       byDetector.set(d.id, steps);
-      out.push(...this.apply(run, d, d.detect(run, this.paramsOf(d), ctx)));
+      out.push(...this.apply(run, d, d.detect(run, this.paramsOf(d), ctx), true));
       this.nextDue.delete(run.id);
     }
     return out;
   }
 
-  private apply(run: RunState, d: Detector, drafts: Draft[]): Transition[] {
+  /** A finding held long enough (no active finding has its key): it fires. */
+  private fire(key: string, finding: Finding): Transition[] {
+    this.put(key, finding);
+    return [{ kind: 'firing', finding }];
+  }
+
+  private apply(run: RunState, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
     const out: Transition[] = [];
     const seen = new Set<string>();
     for (const draft of drafts) {
       const key = findingKey(run.id, d.id, d.scope === 'run' ? '*' : draft.round);
       if (seen.has(key)) continue;
       seen.add(key);
-      const prev = this.active.get(key);
+      this.failing.delete(key);
+      const active = this.active.get(key);
+      // A finding not yet fired is judged against the one that held once before it.
+      const prev = active ?? this.pending.get(key);
       const finding: Finding = {
         detector: d.id,
         severity: draft.severity,
@@ -188,16 +226,31 @@ export class DetectorEngine {
         recommendation: draft.recommendation,
         ...(draft.series !== undefined ? { series: draft.series } : {}),
       };
+      if (active === undefined) {
+        // Held at two evaluations in a row (or at a decisive one, or a fact): it fires.
+        if (decisive || d.immediate === true || this.pending.has(key)) {
+          this.pending.delete(key);
+          out.push(...this.fire(key, finding));
+        } else this.pending.set(key, finding);
+        continue;
+      }
       this.put(key, finding);
-      if (prev === undefined) out.push({ kind: 'firing', finding });
       // A run-scoped finding that moves to another round is another alert (alerts are keyed by
       // run, detector and round on every surface): the old one resolves, the new one fires.
-      else if (prev.round !== finding.round)
-        out.push({ kind: 'resolved', finding: prev, movedTo: finding.round }, { kind: 'firing', finding });
-      else if (SEVERITY_RANK[finding.severity] > SEVERITY_RANK[prev.severity]) out.push({ kind: 'escalated', finding });
+      if (active.round !== finding.round)
+        out.push({ kind: 'resolved', finding: active, movedTo: finding.round }, { kind: 'firing', finding });
+      else if (SEVERITY_RANK[finding.severity] > SEVERITY_RANK[active.severity]) out.push({ kind: 'escalated', finding });
     }
+    // Held once and not again: never fired, forgotten.
+    for (const [key, f] of this.pending) if (f.run === run.id && f.detector === d.id && !seen.has(key)) this.pending.delete(key);
     for (const key of [...(this.activeBy.get(`${run.id}|${d.id}`) ?? [])]) {
       if (seen.has(key)) continue;
+      // Failed at two evaluations in a row (or at a decisive one): it resolves.
+      if (!decisive && d.immediate !== true && !this.failing.has(key)) {
+        this.failing.add(key);
+        continue;
+      }
+      this.failing.delete(key);
       const f = this.active.get(key)!;
       this.unset(key, f);
       out.push({ kind: 'resolved', finding: f });
@@ -226,6 +279,26 @@ export class DetectorEngine {
     if (keys?.size === 0) this.activeBy.delete(by);
   }
 
+  /**
+   * What changed since `before` (findings that held then, from `findings()`), as the transitions
+   * one evaluation would give: a daemon that read a backlog with its alerts held reports what
+   * holds at the end, not every finding that came and went in the backlog.
+   */
+  changesSince(before: readonly Finding[]): Transition[] {
+    const scope = new Map(this.detectors.map((d) => [d.id, d.scope]));
+    const keyOf = (f: Finding): string => findingKey(f.run, f.detector, scope.get(f.detector) === 'run' ? '*' : f.round);
+    const was = new Map(before.map((f) => [keyOf(f), f]));
+    const out: Transition[] = [];
+    for (const [key, f] of this.active) {
+      const prev = was.get(key);
+      if (prev === undefined) out.push({ kind: 'firing', finding: f });
+      else if (prev.round !== f.round) out.push({ kind: 'resolved', finding: prev, movedTo: f.round }, { kind: 'firing', finding: f });
+      else if (SEVERITY_RANK[f.severity] > SEVERITY_RANK[prev.severity]) out.push({ kind: 'escalated', finding: f });
+    }
+    for (const [key, f] of was) if (!this.active.has(key)) out.push({ kind: 'resolved', finding: f });
+    return out;
+  }
+
   /** Findings that hold now, for one run or all. */
   findings(runId?: string): Finding[] {
     const all = [...this.active.values()];
@@ -235,13 +308,16 @@ export class DetectorEngine {
   toJSON(): EngineJSON {
     const evaluated: Record<string, number> = {};
     for (const [run, m] of this.evaluated) for (const [d, steps] of m) evaluated[`${run}|${d}`] = steps;
-    return { findings: [...this.active.values()], evaluated };
+    return { findings: [...this.active.values()], evaluated, pending: [...this.pending.values()], failing: [...this.failing] };
   }
 
   restore(j: EngineJSON | undefined): void {
     if (j === undefined) return;
     const scope = new Map(this.enabled.map((d) => [d.id, d.scope]));
-    for (const f of j.findings ?? []) this.put(findingKey(f.run, f.detector, scope.get(f.detector) === 'run' ? '*' : f.round), f);
+    const keyOf = (f: Finding): string => findingKey(f.run, f.detector, scope.get(f.detector) === 'run' ? '*' : f.round);
+    for (const f of j.findings ?? []) this.put(keyOf(f), f);
+    for (const f of j.pending ?? []) if (scope.has(f.detector)) this.pending.set(keyOf(f), f);
+    for (const key of j.failing ?? []) if (this.active.has(key)) this.failing.add(key);
     for (const [k, v] of Object.entries(j.evaluated ?? {})) {
       // `run|detector`; a run path may itself hold a '|', a detector id never does.
       const bar = k.lastIndexOf('|');

@@ -21,6 +21,7 @@ export const lowRollouts: Detector<P> = {
   id: 'low-rollouts',
   cleared: 'the generator rollouts per evidence set are 5 or more now',
   scope: 'run',
+  immediate: true,
   description: 'Fewer than min_k generator rollouts per evidence set (from the configs or the logs).',
   defaults: { enabled: true, severity: 'warning', min_k: 5, max_se: 0.16 },
   every: () => 1,

@@ -20,6 +20,7 @@ export const nonfiniteMetric: Detector<P> = {
   id: 'nonfinite-metric',
   cleared: 'no training metric is NaN or Infinity any more',
   scope: 'round',
+  immediate: true,
   description: 'NaN or Infinity in a training metric other than a reward: loss, gradient norm, value loss, KL, entropy.',
   defaults: { enabled: true, severity: 'critical', overflow_fraction: 0.02 },
   every: () => 1,

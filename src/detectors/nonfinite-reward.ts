@@ -54,6 +54,7 @@ export const nonfiniteReward: Detector<P> = {
   id: 'nonfinite-reward',
   cleared: 'no reward, total or accuracy is NaN or Infinity any more',
   scope: 'round',
+  immediate: true,
   description: 'NaN or Infinity in a reward component, the total reward or an accuracy.',
   defaults: { enabled: true, severity: 'critical' },
   every: () => 1,

@@ -32,6 +32,7 @@ export const runCrashed: Detector<P> = {
   id: 'run-crashed',
   cleared: 'the run wrote steps again after the error',
   scope: 'run',
+  immediate: true,
   description: 'A console log shows a fatal error (traceback, out of memory, NCCL timeout, a dead Ray actor) and no step after it.',
   defaults: { enabled: true, severity: 'critical', grace: '1m' },
   every: () => 1,

@@ -48,6 +48,13 @@ export interface Detector<P extends Params = Params> {
    * (its round, step, message and evidence move together).
    */
   readonly scope: 'round' | 'run';
+  /**
+   * Its verdict reads a fact (a NaN, a crash, a setting, the filter's counts), not a statistic
+   * that can cross its threshold for a moment, and names the step the fact is at: it fires and
+   * resolves at the first evaluation that says so, and is judged after every read as well as by
+   * its cadence, so a NaN is reported as soon as it is read. Others wait for a second evaluation.
+   */
+  readonly immediate?: boolean;
   /** Only meaningful with a clock (stale-run): evaluated on timers and at the end, not per step. */
   readonly timeBased?: boolean;
   detect(run: RunState, p: P, ctx: DetectContext): Draft[];

@@ -37,7 +37,9 @@ export class AlertLog {
     let lines = '';
     for (const t of ts) {
       this.out?.write(formatTransition(t));
-      lines += JSON.stringify({ time: new Date(this.now()).toISOString(), status: t.kind, ...findingJson(t.finding) }) + '\n';
+      // A resolved alert of a run-wide finding that moved on says to which round (`moved_to`).
+      const moved = t.movedTo !== undefined ? { moved_to: t.movedTo } : {};
+      lines += JSON.stringify({ time: new Date(this.now()).toISOString(), status: t.kind, ...moved, ...findingJson(t.finding) }) + '\n';
     }
     try {
       this.journal.append(lines);

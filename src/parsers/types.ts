@@ -6,18 +6,21 @@
 export type Role = 'selector' | 'generator' | 'unknown';
 
 /** Formats barwatch reads out of the box (SPEC 3.2-3.5). */
-export type FormatId =
-  | 'reward-history'
-  | 'verl-jsonl'
-  | 'train-log'
-  | 'verl-console'
-  | 'trl-console'
-  | 'openrlhf'
-  | 'trainer-state'
-  | 'barrag-selector-debug'
-  | 'barrag-generator-debug'
-  | 'run-config'
-  | 'tensorboard';
+/** The formats barwatch reads; a run is labelled by the first of its most-read ones. */
+export const FORMAT_IDS = [
+  'reward-history',
+  'verl-jsonl',
+  'trainer-state',
+  'tensorboard',
+  'barrag-selector-debug',
+  'barrag-generator-debug',
+  'verl-console',
+  'trl-console',
+  'openrlhf',
+  'train-log',
+  'run-config',
+] as const;
+export type FormatId = (typeof FORMAT_IDS)[number];
 
 /** One training step's numbers. `step` is null when the format has no step (the reader numbers it). */
 export interface MetricRecord {

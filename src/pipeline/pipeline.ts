@@ -8,7 +8,7 @@ import type { FormatId, ParsedRecord, ParserOptions } from '../parsers/types.js'
 import { RunRegistry } from '../runs/registry.js';
 import type { StatsOptions } from '../runs/series.js';
 import { STATE_VERSION, type StateEnvelope } from '../state/file.js';
-import { FileSource, type FileCheckpoint, type FileCounters, type FileProblem } from '../sources/file-source.js';
+import { FileSource, type FileCheckpoint, type FileCounters, type FileProblem, type Sink } from '../sources/file-source.js';
 import { roundOrder, type FilePlace } from '../sources/place.js';
 import type { ReadOutcome, TailOptions } from '../sources/tailer.js';
 import type { Logger } from '../util/log.js';
@@ -19,8 +19,16 @@ import { FailureReport } from '../util/failures.js';
 import path from 'node:path';
 import { firstEventStep } from '../sources/record-tailer.js';
 
-/** A batch with more records than this is a backlog being read, not live appends. */
-const BULK_RECORDS = 64;
+/** Series names listed in a 'discovered series' log entry (a verl step line has ~70). */
+const SERIES_LOGGED = 12;
+
+/** Bytes read from one file at a time while files of a round are merged by step (Pipeline.drain). */
+const MERGE_BYTES = 1 << 18;
+
+/** Whether two files belong to the same round of the same run (the same role and round). */
+function sameRound(a: FilePlace, b: FilePlace): boolean {
+  return a.run === b.run && a.role === b.role && a.round === b.round;
+}
 
 export interface PipelineOptions {
   parser: ParserOptions;
@@ -72,15 +80,17 @@ export class Pipeline {
   /** Problems already logged, by `file|kind`: each is logged once, then only counted. */
   private readonly reported = new FailureReport();
   /**
-   * While true, records are applied but detectors wait: a daemon catching up on a backlog reads
-   * files in any order (a selector round before the generator round it follows), so it judges
-   * once everything is read (see Daemon.start).
+   * While true, detectors judge the records as they are applied, as analyze does, but their
+   * transitions are not passed on: a daemon catching up on a backlog reports what holds at its
+   * end, with the steps at which each finding first held (see catchUp).
    */
-  holdDetectors = false;
+  holdAlerts = false;
   /** Files whose reads fail, with the error code: logged once until the code changes or the file reads again. */
   private readonly failing = new FailureReport();
   /** Files read at least once (see readEarlierRounds). */
   private readonly opened = new WeakSet<FileSource>();
+  /** Per run: the role, round and step of the last metrics record applied (see sink). */
+  private readonly stepOf = new Map<string, string>();
   /** Counters of files no longer followed (removed), by path. */
   private readonly retired = new Map<string, FileCounters>();
 
@@ -148,23 +158,34 @@ export class Pipeline {
     const source = src.kind === 'tfevents' ? path.dirname(src.file) : src.file;
     const ctx = { role: src.place.role, round: src.place.round, format, file: source };
     const engine = this.opts.engine;
-    const bulk = records.length > BULK_RECORDS;
     for (const rec of records) {
-      const d = run.apply(rec, ctx, now);
-      if (engine !== undefined && rec.kind === 'metrics' && !this.holdDetectors) {
-        const t = engine.onRecord(run, { now, live: this.opts.live === true, final: false }, bulk);
-        if (t.length > 0) this.opts.onTransitions?.(t);
+      // Detectors judge whole steps: before the first record of another step (or round), the
+      // records of the step before are all in, whichever of the round's files came first.
+      if (engine !== undefined && rec.kind === 'metrics') {
+        const at = `${ctx.role}|${ctx.round}|${rec.step}`;
+        if (rec.step === null || this.stepOf.get(run.id) !== at) {
+          this.stepOf.set(run.id, at);
+          const t = engine.onRecord(run, { now, live: this.opts.live === true, final: false });
+          if (t.length > 0 && !this.holdAlerts) this.opts.onTransitions?.(t);
+        }
       }
+      const d = run.apply(rec, ctx, now);
       if (d === null) continue;
       if (d.round !== undefined) log.info({ run: run.id, role: d.round.role, round: d.round.round, format }, 'discovered round');
       if (d.series !== undefined)
-        log.info({ run: run.id, role: ctx.role, round: ctx.round, series: d.series }, `discovered ${d.series.length} series`);
+        log.info(
+          { run: run.id, role: ctx.role, round: ctx.round, series: d.series.slice(0, SERIES_LOGGED), series_count: d.series.length },
+          `discovered ${d.series.length} series${d.series.length > SERIES_LOGGED ? ` (the first ${SERIES_LOGGED} listed)` : ''}`,
+        );
     }
     this.opts.onRead?.(run.id);
   };
 
-  /** Reads what is new in one file. Errors are logged once per file and kind, and survived. */
-  async poll(file: string): Promise<ReadOutcome> {
+  /**
+   * Reads what is new in one file. Errors are logged once per file and kind, and survived.
+   * `into` takes the records instead of the run (drainRound merges them first).
+   */
+  async poll(file: string, into: Sink = this.sink, maxBytes?: number): Promise<ReadOutcome> {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
     if (!this.opened.has(src)) {
@@ -173,7 +194,7 @@ export class Pipeline {
       if (src.kind === 'tfevents') await this.supersede(src);
     }
     try {
-      const out = await src.poll(this.sink, this.opts.now());
+      const out = await src.poll(into, this.opts.now(), maxBytes);
       if (this.failing.recovered(file)) this.opts.log.info({ file }, 'file readable again');
       return out;
     } catch (err) {
@@ -195,7 +216,8 @@ export class Pipeline {
   private async readEarlierRounds(src: FileSource): Promise<void> {
     const at = roundOrder(src.place);
     if (at === null) return;
-    if (this.opts.findRunFiles !== undefined && !this.holdDetectors) {
+    // A backlog's files are all tracked before the first is read: no need to look on disk.
+    if (this.opts.findRunFiles !== undefined && !this.holdAlerts) {
       const onDisk = await this.opts.findRunFiles(src.place.run).catch(() => []);
       for (const f of onDisk) {
         const o = roundOrder(f.place);
@@ -240,9 +262,110 @@ export class Pipeline {
     }
   }
 
-  /** Reads a file until it has nothing new. */
+  /**
+   * Reads a file until it has nothing new, together with the other files of its round (same run,
+   * role and round): their records reach the run merged by step, as training wrote them (step 1
+   * of each file, then step 2...), not file after file. Live, a daemon following files as they
+   * grow reads them about so; a backlog or `analyze` read this way evaluates every detector on the
+   * same states, so a finding first holds at the same step whichever way the files were read.
+   */
   async drain(file: string): Promise<void> {
-    while ((await this.poll(file)) === 'more');
+    while ((await this.read(file)) === 'more');
+  }
+
+  /**
+   * The daemon's read of a file that changed: what is new in it, merged by step with what is new
+   * in the other files of its round (see drain), so a daemon that reads a burst late (a backlog,
+   * a writer faster than its events) applies it in the order training wrote it. Returns how the
+   * file itself ended: 'more' only for a file alone in its round (the others are read to their end).
+   */
+  async read(file: string): Promise<ReadOutcome> {
+    const src = this.sources.get(file);
+    if (src === undefined) return 'idle';
+    const group = [...this.sources.values()].filter((s) => s === src || sameRound(s.place, src.place));
+    const out = group.length === 1 ? await this.poll(file) : ((await this.drainRound(group)).get(src) ?? 'idle');
+    // What was read is judged at once by the detectors of facts (a NaN, a crash).
+    const run = this.registry.get(src.place.run);
+    if (this.opts.engine !== undefined && run !== undefined) {
+      const t = this.opts.engine.afterRead(run, this.detectContext());
+      if (t.length > 0 && !this.holdAlerts) this.opts.onTransitions?.(t);
+    }
+    return out;
+  }
+
+  /**
+   * The merge of read: each file read a little at a time (until it has nothing new), the lowest
+   * step first. Returns how each file's last read ended.
+   */
+  private async drainRound(group: FileSource[]): Promise<Map<FileSource, ReadOutcome>> {
+    const ended = new Map<FileSource, ReadOutcome>();
+    interface Lane {
+      src: FileSource;
+      /** Its place in the round's files: the earlier file goes first on a tie. */
+      index: number;
+      /** What its last read gave, batch by batch, and the next record (batch bi, record ri). */
+      batches: { records: ParsedRecord[]; format: FormatId }[];
+      bi: number;
+      ri: number;
+      done: boolean;
+      /** The step of the last record taken (a record without a step goes with it). */
+      step: number;
+    }
+    const lanes: Lane[] = group.map((src, index) => ({ src, index, batches: [], bi: 0, ri: 0, done: false, step: -Infinity }));
+    const into =
+      (l: Lane): Sink =>
+      (records, format) =>
+        void l.batches.push({ records, format });
+    const fill = async (l: Lane): Promise<void> => {
+      while (!l.done && l.bi >= l.batches.length) {
+        l.batches = [];
+        l.bi = 0;
+        l.ri = 0;
+        const out = await this.poll(l.src.file, into(l), MERGE_BYTES);
+        ended.set(l.src, out);
+        if (out !== 'more') l.done = true;
+      }
+    };
+    const head = (l: Lane): number => {
+      const r = l.batches[l.bi]!.records[l.ri]!;
+      return r.kind === 'metrics' && r.step !== null ? r.step : l.step;
+    };
+    /** Whether lane a's next record goes before lane b's. */
+    const before = (a: Lane, ha: number, b: Lane | null, hb: number): boolean => b === null || ha < hb || (ha === hb && a.index < b.index);
+    for (;;) {
+      for (const l of lanes) await fill(l);
+      // The lane with the lowest step gives its records until another lane has a lower one (or
+      // the same one, being an earlier file): the rival's next record does not move meanwhile.
+      let lane: Lane | null = null;
+      let low = 0;
+      let rival: Lane | null = null;
+      let rivalAt = 0;
+      for (const l of lanes) {
+        if (l.bi >= l.batches.length) continue;
+        const h = head(l);
+        if (before(l, h, lane, low)) {
+          rival = lane;
+          rivalAt = low;
+          lane = l;
+          low = h;
+        } else if (before(l, h, rival, rivalAt)) {
+          rival = l;
+          rivalAt = h;
+        }
+      }
+      if (lane === null) return ended;
+      const b = lane.batches[lane.bi]!;
+      const from = lane.ri;
+      while (lane.ri < b.records.length && (lane.ri === from || before(lane, head(lane), rival, rivalAt))) {
+        lane.step = head(lane);
+        lane.ri++;
+      }
+      this.sink(from === 0 && lane.ri === b.records.length ? b.records : b.records.slice(from, lane.ri), b.format, lane.src);
+      if (lane.ri >= b.records.length) {
+        lane.bi++;
+        lane.ri = 0;
+      }
+    }
   }
 
   /** End of input: multi-line parsers emit what they hold. */

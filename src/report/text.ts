@@ -124,7 +124,10 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
   const lines: string[] = [printable(run.id), ...renderFindings(run, findings, o)];
   if (o.detail === 'quiet') return lines.join('\n');
   const malformed = files.reduce((a, f) => a + f.counters.malformed, 0);
-  const about = [`format ${run.format ?? '-'}, ${files.length} file(s), ${run.rounds.size} round(s)`];
+  const formats = run.formatsByRecords();
+  const about = [
+    `${formats.length > 1 ? 'formats' : 'format'} ${formats.length > 0 ? formats.join(' + ') : '-'}, ${files.length} file(s), ${run.rounds.size} round(s)`,
+  ];
   if (malformed) about.push(`${malformed} malformed line(s) skipped`);
   const f = run.filter;
   if (!f.empty) {

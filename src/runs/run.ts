@@ -1,5 +1,5 @@
 /** Everything barwatch knows about one run: its rounds, its filter, the settings it was run with. */
-import type { FormatId, ParsedRecord, PlanRecord, Role, RunSettings } from '../parsers/types.js';
+import { FORMAT_IDS, type FormatId, type ParsedRecord, type PlanRecord, type Role, type RunSettings } from '../parsers/types.js';
 import { FilterStats, type FilterJSON } from './filter.js';
 import { RoundState, roundKey, type RoundJSON } from './round.js';
 import type { StatsOptions } from './series.js';
@@ -77,16 +77,33 @@ export class RunState {
     private readonly opts: StatsOptions,
   ) {}
 
+  /** The format most of its metric records came in (on a tie, the one first in FORMAT_IDS). */
   get format(): FormatId | null {
-    let best: FormatId | null = null;
-    for (const [f, n] of Object.entries(this.formats) as [FormatId, number][]) {
-      if (best === null || n > this.formats[best]!) best = f;
-    }
-    return best;
+    return this.formatsByRecords()[0] ?? null;
+  }
+
+  /**
+   * Every format its metric records came in, most records first, a tie in FORMAT_IDS order: the
+   * same whichever file was read first (a simulated run's train.log and reward_history.jsonl hold
+   * a record a step each).
+   */
+  formatsByRecords(): FormatId[] {
+    const n = (f: FormatId): number => this.formats[f] ?? 0;
+    return FORMAT_IDS.filter((f) => n(f) > 0).sort((a, b) => n(b) - n(a) || FORMAT_IDS.indexOf(a) - FORMAT_IDS.indexOf(b));
   }
 
   round(role: Role, round: number | null): RoundState | undefined {
     return this.rounds.get(roundKey(role, round));
+  }
+
+  /**
+   * How far the run has been read: its metric records, all rounds and files together (a round's
+   * second file brings new values for steps already counted, so records, not distinct steps).
+   */
+  recordsRead(): number {
+    let n = 0;
+    for (const r of this.rounds.values()) n += r.records;
+    return n;
   }
 
   /** Rounds ordered by role then round number. */

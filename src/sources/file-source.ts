@@ -129,15 +129,18 @@ export class FileSource {
     };
   }
 
-  /** Reads what is new. 'more' means the read budget ran out and the file has more to give. */
   /** The watcher saw this file's name change: the next read stats the path (FileTailer.suspectPath). */
   suspectPath(): void {
     this.tailer?.suspectPath();
   }
 
-  async poll(sink: Sink, now: number): Promise<ReadOutcome> {
+  /**
+   * Reads what is new. 'more' means the read budget ran out and the file has more to give.
+   * `maxBytes`: a smaller budget for a line file (a reader that merges files by step).
+   */
+  async poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
     if (this.tailer !== null) {
-      return this.tailer.read((lines, endOffset) => this.applyLines(lines, endOffset, sink, now));
+      return this.tailer.read((lines, endOffset) => this.applyLines(lines, endOffset, sink, now), maxBytes);
     }
     if (this.recordTailer !== null) {
       return this.recordTailer.read((records, badData) => this.applyRecords(records, badData, sink, now));

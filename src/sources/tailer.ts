@@ -135,9 +135,12 @@ export class FileTailer {
     this.pathSuspect = true;
   }
 
-  /** Reads what is new and hands it over. Throws on I/O errors other than a vanished file. */
-  async read(deliver: Deliver): Promise<ReadOutcome> {
-    const budget = this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ;
+  /**
+   * Reads what is new and hands it over, up to `maxBytes` (default: maxBytesPerRead) before
+   * returning 'more'. Throws on I/O errors other than a vanished file.
+   */
+  async read(deliver: Deliver, maxBytes?: number): Promise<ReadOutcome> {
+    const budget = maxBytes ?? this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ;
     if (this.opts.trustEvents === true && this.opts.sync === true && !this.pathSuspect && this.fh !== null && this.tailLen > 0) {
       // The name still leads to the open file: read on from the descriptor, no stat. A shorter
       // file or changed bytes before readPos show in the verified read.

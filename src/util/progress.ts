@@ -9,12 +9,13 @@ export class ProgressLine {
   private shown = false;
 
   constructor(
-    private readonly stream: NodeJS.WriteStream,
+    /** null: none (the caller logs what it does instead). */
+    private readonly stream: NodeJS.WriteStream | null,
     private readonly delayMs = 1000,
   ) {}
 
   update(text: string): void {
-    if (this.stream.isTTY !== true) return;
+    if (this.stream?.isTTY !== true) return;
     const now = Date.now();
     if (now - this.started < this.delayMs || now - this.last < 250) return;
     this.last = now;
@@ -23,7 +24,7 @@ export class ProgressLine {
   }
 
   clear(): void {
-    if (this.shown) this.stream.write('\r\x1b[K');
+    if (this.shown) this.stream?.write('\r\x1b[K');
     this.shown = false;
   }
 }
