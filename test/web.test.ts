@@ -99,7 +99,44 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
     // A round finding is drawn on its round's chart at the step it first held.
     const roundFinding = page.locator('svg g.marker[data-finding^="generator-"]').first();
     await roundFinding.waitFor({ timeout: 60_000 });
-    await page.screenshot({ path: path.join(shots, 'run.png'), fullPage: true });
+    // The whole run across rounds: one axis of steps, a divider at each round's start.
+    const whole = page.locator('figure', { hasText: 'Whole run: boundary reward' });
+    await whole.locator('line.divider').nth(1).waitFor({ state: 'attached', timeout: 60_000 });
+    assert.match((await whole.textContent()) ?? '', /round 1[\s\S]*round 2/);
+    // Charts say what they show: axis titles, a legend naming every line, band and bar.
+    const boundary = page.locator('figure', { hasText: 'Boundary reward, selector round 1' });
+    const text = (await boundary.textContent()) ?? '';
+    for (const want of ['step of selector round 1', 'boundary reward', 'rolling mean', '+-1 sd around the rolling mean'])
+      assert.ok(text.includes(want), `the boundary chart does not say "${want}"`);
+    const filter = (await page.locator('figure', { hasText: 'Filter: questions by generator accuracy' }).textContent()) ?? '';
+    for (const want of ['before the filter', 'after the filter', 'questions', "the generator's accuracy on the question"])
+      assert.ok(filter.includes(want), `the filter chart does not say "${want}"`);
+    for (const width of [1400, 800]) {
+      await page.setViewportSize({ width, height: 900 });
+      // Charts use the width there is, and no two labels of a chart overlap.
+      // (Run in the page, where the DOM is: a string, since this file is compiled without DOM types.)
+      const sizes = await page.evaluate<{ main: number; widths: number[]; overlaps: string[] }>(`(() => {
+        const main = document.querySelector('main').getBoundingClientRect().width;
+        const charts = [...document.querySelectorAll('svg.chart')];
+        const overlaps = [];
+        for (const c of charts) {
+          const boxes = [...c.querySelectorAll('text')].map((t) => ({ t: t.textContent, r: t.getBoundingClientRect() }));
+          for (let i = 0; i < boxes.length; i++)
+            for (let j = i + 1; j < boxes.length; j++) {
+              const a = boxes[i].r;
+              const b = boxes[j].r;
+              if (a.width > 0 && b.width > 0 && a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+                overlaps.push('"' + boxes[i].t + '" over "' + boxes[j].t + '"');
+            }
+        }
+        return { main, widths: charts.map((c) => c.getBoundingClientRect().width), overlaps };
+      })()`);
+      assert.ok(sizes.widths.length > 0);
+      for (const w of sizes.widths) assert.ok(w >= sizes.main * 0.85, `a chart ${w} px wide in a ${sizes.main} px page at ${width} px`);
+      assert.deepEqual(sizes.overlaps, [], `labels overlap at ${width} px`);
+      await page.screenshot({ path: path.join(shots, `run-${width}.png`), fullPage: true });
+    }
+    await page.setViewportSize({ width: 1200, height: 900 });
     st.diagnostic(`screenshots in ${shots}`);
   });
 
@@ -142,6 +179,13 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
         );
       await entropy.locator('g.marker[data-finding="entropy-collapse:-"]').waitFor({ timeout: 20_000 });
       assert.equal(await page.locator('li[data-finding="entropy-collapse:-"]').count(), 1);
+      // A log without roles or rounds: the header says the step, the round is "training", and no
+      // BAR-RAG setting was read (no "null" anywhere).
+      const view = (await page.locator('main').textContent()) ?? '';
+      assert.doesNotMatch(view, /null|unknown round|round -/);
+      assert.match(view, /verl-console · step \d+/);
+      assert.match(view, /training \(\d+ steps\)/);
+      assert.match(view, /Config barwatch readNone: no run config/);
       for (const width of [1400, 800]) {
         await page.setViewportSize({ width, height: 900 });
         await page.screenshot({ path: path.join(shots, `verl-run-${width}.png`), fullPage: true });

@@ -53,3 +53,14 @@ export function localTime(iso) {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : el('time', { datetime: iso, title: iso }, d.toLocaleString());
 }
+
+/**
+ * Where a run is: "selector round 2, step 40"; a run with no roles or rounds (a verl or TRL log)
+ * just "step 435".
+ */
+export function where(r) {
+  if (r.role === null) return '-';
+  const place = [r.role !== 'unknown' ? r.role : null, r.round !== null ? `round ${r.round}` : null].filter((x) => x !== null).join(' ');
+  const step = `step ${r.step ?? '-'}`;
+  return place === '' ? step : `${place}, ${step}`;
+}

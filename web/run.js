@@ -3,7 +3,7 @@
 // mark, each reward component's share of the signal; the filter's histograms; every finding drawn
 // where it first held and listed with its evidence and recommendation; the config barwatch read.
 import { chart } from './chart.js';
-import { api, el, fmt, pct, shortName } from './dom.js';
+import { api, el, fmt, pct, shortName, where } from './dom.js';
 import { stateLabel } from './runs.js';
 
 function findingId(f) {
@@ -51,6 +51,8 @@ function roundCharts(run, round, previous) {
         `Boundary reward, ${round.role} round ${round.round ?? '-'} (rolling mean, +-1 sd band${previous?.boundary ? `; faint: round ${previous.round}` : ''})`,
         chart({
           title: `Boundary reward, ${round.role} round ${round.round ?? '-'}`,
+          xTitle: `step of ${roundName(round.role, round.round)}`,
+          yTitle: 'boundary reward',
           lines,
           band: { x, lo: b.roll_mean.map((m, i) => m - b.roll_sd[i]), hi: b.roll_mean.map((m, i) => m + b.roll_sd[i]) },
           markers: markersFor(run.findings, round, 'boundary'),
@@ -68,10 +70,12 @@ function roundCharts(run, round, previous) {
         `Accuracy${round.role === 'selector' ? ' on the selected evidence' : ''}, ${round.role} round ${round.round ?? '-'} (target c = ${run.target.c})`,
         chart({
           title: `Accuracy, ${round.role} round ${round.round ?? '-'}`,
+          xTitle: `step of ${roundName(round.role, round.round)}`,
+          yTitle: 'accuracy',
           lines,
           hlines: [
-            { y: run.target.c, cls: 'target', label: `c = ${run.target.c}` },
-            { y: run.guide_accuracy, cls: 'guide', label: `${Math.round(run.guide_accuracy * 100)}%` },
+            { y: run.target.c, cls: 'target', label: `target c = ${run.target.c}` },
+            { y: run.guide_accuracy, cls: 'guide', label: `the guide's ${Math.round(run.guide_accuracy * 100)}% mark` },
           ],
           markers: markersFor(run.findings, round, 'accuracy'),
         }),
@@ -83,12 +87,14 @@ function roundCharts(run, round, previous) {
   for (const t of round.training ?? []) {
     const c = t.curve;
     const x = rel(c, first);
-    const where = `${round.role === 'unknown' ? 'run' : `${round.role} round ${round.round ?? '-'}`}`;
+    const where = roundName(round.role, round.round);
     out.push(
       figure(
         `${t.label} (${t.series}), ${where}: rolling mean, +-1 sd band`,
         chart({
           title: `${t.label}, ${where}`,
+          xTitle: `step of ${where}`,
+          yTitle: t.label,
           lines: [
             { x, y: c.mean, cls: 'mean', label: t.series },
             { x, y: c.roll_mean, cls: 'roll', label: 'rolling mean' },
@@ -123,6 +129,56 @@ function roundCharts(run, round, previous) {
   return out;
 }
 
+/**
+ * The whole run across rounds: each round's curve of a series laid after the one before on one
+ * axis of steps, a divider at each round's start, the run's findings where they first held.
+ */
+function wholeRunChart(run, role, series, label, extra = {}) {
+  const rounds = run.rounds.filter((r) => r.role === role && r[series] !== null && r[series] !== undefined);
+  if (rounds.length < 2) return null;
+  const x = [];
+  const y = [];
+  const dividers = [];
+  const markers = [];
+  let offset = 0;
+  for (const r of rounds) {
+    const c = r[series];
+    const first = r.first_step ?? 0;
+    dividers.push({ x: offset + 1, label: `round ${r.round ?? '-'}` });
+    for (const [i, st] of c.step.entries()) {
+      x.push(offset + st - first + 1);
+      y.push(c.mean[i]);
+    }
+    for (const m of markersFor(run.findings, r, series)) markers.push({ ...m, x: offset + m.x });
+    offset += r.steps;
+  }
+  return figure(
+    `Whole run: ${label}, ${role} rounds ${rounds[0].round}-${rounds[rounds.length - 1].round} one after another`,
+    chart({
+      title: `Whole run: ${label}`,
+      xTitle: `${role} steps, round after round`,
+      yTitle: label,
+      lines: [{ x, y, cls: 'mean', label }],
+      dividers,
+      markers,
+      ...extra,
+    }),
+  );
+}
+
+function wholeRun(run) {
+  const target = [
+    { y: run.target.c, cls: 'target', label: `target c = ${run.target.c}` },
+    { y: run.guide_accuracy, cls: 'guide', label: `the guide's ${Math.round(run.guide_accuracy * 100)}% mark` },
+  ];
+  const charts = [
+    wholeRunChart(run, 'selector', 'boundary', 'boundary reward'),
+    wholeRunChart(run, 'selector', 'accuracy', 'accuracy on the selected evidence', run.target.c != null ? { hlines: target } : {}),
+    wholeRunChart(run, 'generator', 'accuracy', 'generator accuracy'),
+  ].filter((c) => c !== null);
+  return charts.length === 0 ? [] : [el('h2', {}, 'Whole run'), ...charts];
+}
+
 function filterChart(run) {
   const f = run.filter;
   if (f === null) return null;
@@ -139,7 +195,11 @@ function filterChart(run) {
     chart({
       title: 'Filter histograms',
       x: [0, 1],
+      xTitle: "the generator's accuracy on the question",
+      yTitle: 'questions',
+      yInteger: true,
       bars: [...bins(f.pre).map((b) => ({ ...b, cls: 'pre' })), ...bins(f.post).map((b) => ({ ...b, cls: 'post' }))],
+      barLabels: { pre: 'before the filter', post: 'after the filter' },
       spans: [{ from: f.zone[0], to: f.zone[1], cls: 'zone', label: `boundary zone ${f.zone[0]}-${f.zone[1]}` }],
       markers,
     }),
@@ -169,16 +229,29 @@ function findingItem(f) {
   );
 }
 
+/** "selector round 2"; a log without roles or rounds is just "training". */
+function roundName(role, round) {
+  const name = [role === 'unknown' ? null : role, round === null ? null : `round ${round}`].filter((x) => x !== null).join(' ');
+  return name === '' ? 'training' : name;
+}
+
 function settingsList(run) {
   const s = run.settings;
   const rows = [
-    ['target c', `${run.target.c} (${run.target.source})`],
+    // The target c means something for a BAR-RAG run (a selector, or a c read from its config).
+    [
+      'target c',
+      run.target?.c == null || (!run.rounds.some((r) => r.role === 'selector') && run.target.source === 'default (paper)')
+        ? null
+        : `${run.target.c} (${run.target.source ?? 'default'})`,
+    ],
     ['easy threshold', s.easyThreshold],
     ['unsolvable threshold', s.unsolvableThreshold],
     ['variance minimum', s.varMin],
     ['rollouts K', run.rollouts?.k ?? s.rollouts],
     ...Object.entries(s.weights ?? {}).map(([k, v]) => [`weight ${k}`, v]),
   ].filter(([, v]) => v !== undefined && v !== null);
+  if (rows.length === 0) return el('p', {}, 'None: no run config, reward weights, filter thresholds or rollout count was read.');
   return el('dl', { class: 'settings' }, ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))]));
 }
 
@@ -192,24 +265,20 @@ export async function runView(root, id) {
       sections.push(
         el(
           'section',
-          { class: 'round', 'aria-label': `${role} round ${r.round ?? '-'}` },
-          el('h3', {}, `${role} round ${r.round ?? '-'} (${r.steps} steps)`),
+          { class: 'round', 'aria-label': roundName(role, r.round) },
+          el('h3', {}, `${roundName(role, r.round)} (${r.steps} steps)`),
           ...roundCharts(run, r, rounds[i - 1]),
         ),
       );
     });
   }
   const filter = filterChart(run);
-  root.append(
+  // (The DOM's own append writes a null as the text "null": the parts left out are dropped first.)
+  const parts = [
     el('p', {}, el('a', { href: '#/', 'data-key': 'back' }, '← all runs')),
     el('h1', {}, shortName(run.id)),
     el('p', { class: 'run-id' }, run.id),
-    el(
-      'p',
-      {},
-      stateLabel(run),
-      ` · ${run.format ?? '-'} · ${run.role === null ? '-' : `${run.role} round ${run.round ?? '-'}, step ${run.step ?? '-'}`}${run.finished ? ' · finished' : ''}`,
-    ),
+    el('p', {}, stateLabel(run), ` · ${(run.formats ?? []).join(' + ') || '-'} · ${where(run)}${run.finished ? ' · finished' : ''}`),
     el('h2', {}, `Findings (${run.findings.length})`),
     run.findings.length === 0
       ? el('p', {}, 'Nothing wrong found so far.')
@@ -218,7 +287,9 @@ export async function runView(root, id) {
     settingsList(run),
     filter !== null ? el('h2', {}, 'Filter') : null,
     filter,
+    ...wholeRun(run),
     el('h2', {}, 'Rounds'),
     ...sections,
-  );
+  ];
+  root.append(...parts.filter((x) => x !== null && x !== undefined));
 }

@@ -1,7 +1,7 @@
 // The runs view: every run, most severe first, with its state, where it is and a sparkline of
 // its boundary reward; a filter by name.
 import { sparkline } from './chart.js';
-import { ago, api, el } from './dom.js';
+import { ago, api, el, where } from './dom.js';
 
 let filterText = '';
 
@@ -30,8 +30,8 @@ export async function runsView(root) {
           { 'data-run': r.id },
           el('td', {}, stateLabel(r)),
           el('td', {}, el('a', { href: `#/run/${encodeURIComponent(r.id)}`, 'data-key': `run:${r.id}` }, r.id)),
-          el('td', {}, r.format ?? '-'),
-          el('td', { class: 'where' }, r.role === null ? '-' : `${r.role} round ${r.round ?? '-'}, step ${r.step ?? '-'}`),
+          el('td', {}, (r.formats ?? []).join(' + ') || '-'),
+          el('td', { class: 'where' }, where(r)),
           el('td', {}, r.finished ? 'finished' : ago(r.seconds_since_write)),
           el('td', { class: 'findings' }, r.finding_names.length === 0 ? 'none' : r.finding_names.join(', ')),
           el('td', {}, sparkline(r.spark, `boundary reward of ${r.id}`)),

@@ -25,6 +25,8 @@ export type RunHealth = 'healthy' | 'pending' | 'firing';
 export interface RunSummaryJSON {
   id: string;
   format: string | null;
+  /** Every format its records came in, most first (a simulated run: reward-history and train-log). */
+  formats: string[];
   role: string | null;
   round: number | null;
   step: number | null;
@@ -72,6 +74,7 @@ export function runSummary(run: RunState, src: WebSource): RunSummaryJSON {
   return {
     id: run.id,
     format: run.format,
+    formats: run.formatsByRecords(),
     role: latest?.role ?? null,
     round: latest?.round ?? null,
     step: latest?.lastStep ?? null,

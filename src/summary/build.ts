@@ -11,7 +11,7 @@ import { Journal } from '../state/journal.js';
 import { signalShares } from '../runs/signal.js';
 import { escapeHtml, pct } from '../util/format.js';
 import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
-import { lineChartSvg, svgToPng, type Line } from './chart.js';
+import { runChartSvg, svgToPng, type RoundCurve, type RunChart } from './chart.js';
 
 export interface Chart {
   cid: string;
@@ -174,25 +174,47 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
     text.push(`  ${day}`, '');
     html.push(`<p>${escapeHtml(day)}</p>`);
     if (withCharts) {
-      const curve = (list: typeof sel, name: string): Line[] =>
+      // Each series over the whole run: its rounds one after another on one axis of steps.
+      const curves = (list: typeof sel, name: string): RoundCurve[] =>
         list
           .filter((r) => r.series.has(name))
-          .map((r) => ({ label: `round ${r.round ?? '-'}`, values: r.series.get(name)!.curve.means() }));
-      const boundary = curve(sel, 'boundary');
-      const accuracy = curve(sel.some((r) => r.series.has('accuracy')) ? sel : gen, 'accuracy');
-      for (const [kind, lines, target] of [
-        ['boundary', boundary, undefined],
-        ['accuracy', accuracy, c],
-      ] as const) {
-        if (lines.length === 0) continue;
-        const svg = lineChartSvg(
-          `${kind === 'boundary' ? 'boundary reward' : 'accuracy'} per round`,
-          lines,
-          target !== undefined ? { target } : {},
-        );
+          .map((r) => {
+            const buckets = r.series.get(name)!.curve.toJSON().buckets;
+            return {
+              label: `round ${r.round ?? '-'}`,
+              steps: buckets.map((b) => Math.round((b.firstStep + b.lastStep) / 2)),
+              values: buckets.map((b) => b.mean),
+            };
+          });
+      const accuracyOf = sel.some((r) => r.series.has('accuracy')) ? sel : gen;
+      const role = (list: typeof sel): string => (list === gen ? 'generator' : 'selector');
+      const specs: { kind: string; chart: RunChart }[] = [
+        {
+          kind: 'boundary',
+          chart: {
+            title: `Boundary reward, round after round`,
+            series: 'boundary reward',
+            xTitle: 'selector steps, round after round',
+            rounds: curves(sel, 'boundary'),
+          },
+        },
+        {
+          kind: 'accuracy',
+          chart: {
+            title: `Accuracy${accuracyOf === sel ? ' on the selected evidence' : ' of the generator'}, round after round`,
+            series: 'accuracy',
+            xTitle: `${role(accuracyOf)} steps, round after round`,
+            rounds: curves(accuracyOf, 'accuracy'),
+            target: { value: c, label: `target c = ${c}` },
+          },
+        },
+      ];
+      for (const { kind, chart } of specs) {
+        if (chart.rounds.length === 0) continue;
+        const svg = runChartSvg(chart);
         const cid = `${kind}-${i}@barwatch`;
         charts.push({ cid, filename: chartName(run.id, i, kind), svg, png: svgToPng(svg) });
-        html.push(`<p><img src="cid:${cid}" alt="${kind} per round" width="560" height="220"></p>`);
+        html.push(`<p><img src="cid:${cid}" alt="${escapeHtml(chart.title)}" width="640" height="260"></p>`);
       }
     }
   });
