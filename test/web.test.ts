@@ -253,6 +253,30 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
       );
     }
   });
+
+  await t.test('every view at 1,400 and 800 px wide: nothing wider than the window; screenshots', async (st) => {
+    const run = path.join(root, 'runs', 'bar-rag');
+    const views: [string, string][] = [
+      ['#/', 'runs'],
+      [`#/run/${encodeURIComponent(run)}`, 'run'],
+      ['#/alerts', 'alerts'],
+      ['#/silences', 'silences'],
+    ];
+    for (const width of [1400, 800]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [hash, view] of views) {
+        await page.goto(`${base}${hash}`);
+        await page.waitForSelector(`main .view[data-view="${view}"]`);
+        const wide = await page.evaluate<{ page: number; window: number }>(
+          '({ page: document.documentElement.scrollWidth, window: window.innerWidth })',
+        );
+        assert.ok(wide.page <= wide.window + 1, `${hash} at ${width} px is ${wide.page} px wide`);
+        await page.screenshot({ path: path.join(shots, `${view}-${width}.png`), fullPage: true });
+      }
+    }
+    await page.setViewportSize({ width: 1200, height: 900 });
+    st.diagnostic(`screenshots in ${shots}`);
+  });
   assert.equal(await d.stop(), 0);
 });
 
