@@ -201,6 +201,36 @@ describe('grouping, repeat and resolve timing', () => {
     }
     assert.equal(rec.sent.length, 1);
   });
+
+  test('a restart from a checkpoint older than the send: the record of deliveries says what was told, even of a finding judged again at another step', async () => {
+    const clock = new FakeClock();
+    const rec = new Recorder();
+    const dir = tempDir();
+    const first = await setup(clock, [rec], {}, dir);
+    // The checkpoint is taken before the finding fires; the send comes after it.
+    const saved = viaJson(first.a.toJSON());
+    const f = finding('/runs/a', 'generator-stall', 1, 398);
+    await first.a.tick([f]);
+    clock.advance(10 * S);
+    await first.a.tick([f]);
+    assert.equal(rec.sent.length, 1);
+    // Killed here. The restarted daemon has the old checkpoint, and its catch-up judges the
+    // finding again at another step (other evidence): the same alert, not a new group.
+    const second = await setup(clock, [rec], {}, dir);
+    await second.a.init(saved);
+    const again = { ...f, step: 753, evidence: { x: 2 } };
+    for (let i = 0; i < 10; i++) {
+      clock.advance(30 * S);
+      await second.a.tick([again]);
+    }
+    assert.equal(rec.sent.length, 1, rec.sent.map((n) => n.reason).join(', '));
+    // A new alert in the group is news: it goes out, group_interval after the send before the kill.
+    await second.a.tick([again, finding('/runs/a', 'boundary-oscillation', 1)]);
+    clock.advance(1 * M);
+    await second.a.tick([again, finding('/runs/a', 'boundary-oscillation', 1)]);
+    assert.equal(rec.sent.length, 2);
+    assert.equal(rec.sent[1]!.reason, 'new alerts in group');
+  });
 });
 
 describe('the outbox against a real HTTP server (Alertmanager API)', () => {

@@ -18,7 +18,7 @@ import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { rng } from '../src/sim/random.js';
 import { scenarioWrites, type ScenarioName } from './helpers/scenarios.js';
-import { CaptureServer } from './helpers/servers.js';
+import { CaptureServer, SmtpCapture } from './helpers/servers.js';
 
 const KILLS = 20;
 const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');
@@ -151,4 +151,137 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
     ),
   );
   assert.deepEqual([...firing].sort(), [...new Set(onceIds)].sort(), 'every finding reached Alertmanager');
+});
+
+/** What one notification told a channel: `run:detector:round:status` of each alert it carried. */
+type Told = string[];
+
+function slackTold(body: unknown): Told {
+  const blocks = (body as { blocks?: { type: string; text?: { text: string } }[] }).blocks ?? [];
+  const out: Told = [];
+  for (let i = 0; i < blocks.length; i++) {
+    const m = /(RESOLVED|CRITICAL|WARNING|INFO)\* `([\w-]+)`(?: {2}\*Where\* (.*))?$/.exec(blocks[i]!.text?.text ?? '');
+    if (m === null) continue;
+    const run = /^Run (.*)$/m.exec(blocks[i + 1]?.text?.text ?? '')?.[1] ?? '';
+    const round = /round (\d+)/.exec(m[3] ?? '')?.[1] ?? '-';
+    out.push(`${path.basename(run)}:${m[2]}:${round}:${m[1] === 'RESOLVED' ? 'resolved' : 'firing'}`);
+  }
+  return out;
+}
+
+function emailTold(text: string): Told {
+  return [...text.matchAll(/^(RESOLVED|CRITICAL|WARNING|INFO) ([\w-]+) - (.+?)(?: \((.*)\))?$/gm)].map(
+    (m) => `${path.basename(m[3]!)}:${m[2]}:${/round (\d+)/.exec(m[4] ?? '')?.[1] ?? '-'}:${m[1] === 'RESOLVED' ? 'resolved' : 'firing'}`,
+  );
+}
+
+function alertmanagerTold(body: unknown, at: number): Told {
+  return (body as { labels: { alertname: string; run: string; round?: string }; endsAt?: string }[]).map(
+    (a) =>
+      `${path.basename(a.labels.run)}:${a.labels.alertname}:${a.labels.round ?? '-'}:${a.endsAt !== undefined && Date.parse(a.endsAt) <= at ? 'resolved' : 'firing'}`,
+  );
+}
+
+/** Notifications to one channel that told it nothing new (every alert and state told before). */
+function repeatsOf(channel: string, notifications: Told[]): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const [i, n] of notifications.entries()) {
+    if (n.length > 0 && n.every((x) => seen.has(x))) out.push(`${channel} #${i + 1}: ${n.join(', ')}`);
+    for (const x of n) seen.add(x);
+  }
+  return out;
+}
+
+test('kill -9 right after each delivery, before the next checkpoint: nothing is sent again to Slack, email or Alertmanager', async () => {
+  const slack = await new CaptureServer().start();
+  const am = await new CaptureServer().start();
+  const smtp = await new SmtpCapture().start();
+  after(() => Promise.all([slack.stop(), am.stop(), smtp.stop()]));
+  const root = tempDir();
+  const now = Date.now();
+  const names: ScenarioName[] = ['oscillating', 'nan-rewards', 'format-heavy', 'few-rollouts', 'aggressive-filter', 'stalled'];
+  const writes = names.flatMap((n) => scenarioWrites(n, 4, now).map((w) => ({ ...w, file: path.join(root, 'runs', n, w.file) })));
+  writes.sort((a, b) => a.time - b.time);
+  const plan = path.join(root, 'plan.json');
+  writeFileSync(
+    plan,
+    JSON.stringify({
+      writes: writes.map(({ file, text }) => ({ file, text })),
+      every: 3,
+      pauseMs: Math.ceil(40_000 / (writes.length / 3)),
+    }),
+  );
+  const cfg = path.join(root, 'c.yaml');
+  // No checkpoint while the test runs (the state on disk is the one written at each start, before
+  // any send): what was sent must come from the record of deliveries, not from state.json.
+  writeFileSync(
+    cfg,
+    [
+      `state_dir: ${root}/state`,
+      'watch: {status_interval: 300ms, checkpoint_interval: 1h, sweep_interval: 300ms, settle_after: 1s}',
+      'alerting: {group_wait: 0s, group_interval: 1s, repeat_interval: 1h}',
+      'notify:',
+      `  slack: {webhook_url: "${slack.url}/services/T0/B0/XXSECRETXX"}`,
+      `  email: {smtp: {host: 127.0.0.1, port: ${smtp.port}, secure: false}, from: barwatch@example.org, to: [ml@example.org]}`,
+      `  alertmanager: {url: "${am.url}", resend_interval: 1h}`,
+      'log: {format: json}',
+      '',
+    ].join('\n'),
+  );
+  let d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
+  await d.waitFor((l) => l.msg === 'watching');
+  const writer = fork(REPLAY, [plan], { stdio: 'inherit' });
+  let finished = false;
+  const done = new Promise<void>((resolve) => writer.on('exit', () => resolve())).then(() => (finished = true));
+  let kills = 0;
+  // The moment that matters: the daemon has logged a delivery (it logs after recording it) and has
+  // not checkpointed since its start. Each such line is answered at once with a kill -9.
+  while (!finished) {
+    const from = d.logs.length;
+    const sent = await Promise.race([
+      d.waitFor((l) => d.logs.indexOf(l) >= from && l.msg.startsWith('sent to '), 60_000).then(() => true),
+      done.then(() => false),
+    ]).catch(() => false);
+    if (!sent) break;
+    d.child.kill('SIGKILL');
+    await d.exited;
+    kills++;
+    d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
+    await d.waitFor((l) => l.msg === 'watching');
+  }
+  await done;
+  await d.waitQuiet();
+  await sleep(2500);
+  assert.equal(await d.stop(), 0);
+  assert.ok(kills >= 10, `only ${kills} deliveries to kill after`);
+  const told = {
+    slack: slack.requests.map((q) => slackTold(q.json)),
+    email: smtp.messages.map((m) => emailTold(m.text ?? '')),
+    alertmanager: am.requests.map((q) => alertmanagerTold(q.json, Date.now())),
+  };
+  // A kill while a post is in flight (the receiver has it, the daemon never got the answer and
+  // recorded nothing) is sent again after the restart: at least once, never lost. So a channel may
+  // hear a notification again only as often as it received posts the daemon did not record; one
+  // it recorded as delivered is never sent again.
+  const recorded = new Map<string, number>();
+  for (const l of readFileSync(path.join(root, 'state', 'notifications.jsonl'), 'utf8')
+    .trim()
+    .split('\n')) {
+    const c = (JSON.parse(l) as { channel: string }).channel;
+    recorded.set(c, (recorded.get(c) ?? 0) + 1);
+  }
+  const report: string[] = [];
+  for (const [channel, list] of Object.entries(told)) {
+    assert.ok(list.length > 0, `nothing reached ${channel}`);
+    const repeats = repeatsOf(channel, list);
+    const unrecorded = list.length - (recorded.get(channel) ?? 0);
+    report.push(`${channel}: ${list.length} received, ${recorded.get(channel) ?? 0} recorded, ${repeats.length} told nothing new`);
+    assert.ok(
+      repeats.length <= unrecorded,
+      `${kills} kills: ${channel} heard ${repeats.length} notification(s) again, ${unrecorded} explained by posts in flight:\n${repeats.join('\n')}`,
+    );
+  }
+  // Every kill came right after a delivery was recorded and before any checkpoint.
+  assert.ok(report.length === 3, report.join('; '));
 });

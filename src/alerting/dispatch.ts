@@ -57,6 +57,16 @@ function toNotified(a: Alert, status: 'firing' | 'resolved', sparkline: Sparklin
   };
 }
 
+/**
+ * Whether a group's notified fingerprints hold this alert: by its key (run, detector, round), so
+ * an alert judged again after a restart, with another step at which it first held, is the alert
+ * already told of. A resolved alert leaves the list when its resolution is dealt with, so a later
+ * episode of the same key is new.
+ */
+function told(notified: readonly string[], a: Alert): boolean {
+  return notified.some((fp) => fp === a.fingerprint || fp.slice(0, fp.lastIndexOf('@')) === a.key);
+}
+
 export class Dispatcher {
   private readonly groups = new Map<string, GroupState>();
   /** Fingerprints already reported as silenced (each skip is logged once). */
@@ -73,7 +83,7 @@ export class Dispatcher {
     const out: NotifiedAlert[] = [];
     for (const a of book.alerts.values()) {
       if (a.state !== 'firing' || silenced(a) !== null) continue;
-      if (this.groups.get(a.finding.run)?.notified.includes(a.fingerprint) !== true) continue;
+      if (!told(this.groups.get(a.finding.run)?.notified ?? [], a)) continue;
       out.push(toNotified(a, 'firing', sparkline));
     }
     return out;
@@ -107,19 +117,19 @@ export class Dispatcher {
             });
           }
           if (a.state === 'resolved') book.forget(a.key);
-          else if (g.notified.includes(a.fingerprint)) g.notified = g.notified.filter((x) => x !== a.fingerprint);
+          else if (told(g.notified, a)) g.notified = g.notified.filter((x) => !told([x], a));
           continue;
         }
         (a.state === 'firing' ? firing : resolved).push(a);
       }
       // Resolved alerts that were never notified as firing resolve quietly.
-      const toResolve = resolved.filter((a) => g.notified.includes(a.fingerprint));
-      for (const a of resolved) if (!g.notified.includes(a.fingerprint)) book.forget(a.key);
-      const fresh = firing.filter((a) => !g.notified.includes(a.fingerprint));
+      const toResolve = resolved.filter((a) => told(g.notified, a));
+      for (const a of resolved) if (!told(g.notified, a)) book.forget(a.key);
+      const fresh = firing.filter((a) => !told(g.notified, a));
       const resolving = this.opts.resolveNotify ? toResolve : [];
       if (!this.opts.resolveNotify) {
         for (const a of toResolve) book.forget(a.key);
-        g.notified = g.notified.filter((fp) => !toResolve.some((a) => a.fingerprint === fp));
+        g.notified = g.notified.filter((fp) => !toResolve.some((a) => told([fp], a)));
       }
       let reason: string | null = null;
       if (fresh.length > 0) reason = g.lastFlush === null ? 'first notification of the group' : 'new alerts in group';
@@ -161,6 +171,19 @@ export class Dispatcher {
 
   restore(j: Record<string, GroupState> | undefined): void {
     for (const [k, v] of Object.entries(j ?? {})) this.groups.set(k, { ...v });
+  }
+
+  /**
+   * After a restart: each group as its channels were last told (Outbox.notifiedGroups), where that
+   * is newer than the checkpoint the groups were restored from. A daemon killed after a send and
+   * before its next checkpoint would otherwise take the group for new and send it all again.
+   */
+  reconcile(told: ReadonlyMap<string, { at: number; firing: string[] }>): void {
+    for (const [name, t] of told) {
+      const g = this.groups.get(name);
+      if (g !== undefined && g.lastFlush !== null && g.lastFlush >= t.at) continue;
+      this.groups.set(name, { nextFlush: null, lastFlush: t.at, notified: [...t.firing] });
+    }
   }
 }
 

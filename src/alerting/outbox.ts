@@ -59,6 +59,18 @@ export interface DeliveryRecord {
   channel: string;
   group: string;
   attempts: number;
+  /** When the dispatcher decided the notification (its createdAt). */
+  created_at?: string;
+  /** The fingerprints of the firing alerts it carried: what the group's channels have been told. */
+  firing?: string[];
+}
+
+/** What a group's channels were last told, from the record of deliveries and the queue. */
+export interface GroupNotified {
+  /** When that notification was decided (ms). */
+  at: number;
+  /** The fingerprints of its firing alerts. */
+  firing: string[];
 }
 
 /**
@@ -95,6 +107,8 @@ export class Outbox {
   private readonly journal: Journal;
   private readonly entries = new Map<string, Entry>();
   private readonly sent = new RecentSet(SENT_KEEP);
+  /** Per group: the latest notification decided for it, delivered or queued (see notifiedGroups). */
+  private readonly lastByGroup = new Map<string, GroupNotified>();
   private readonly channels = new Map<string, ChannelState>();
   private pumping: Promise<void> | null = null;
   /** Writes to the state folder that fail, logged once until the cause changes. */
@@ -127,7 +141,9 @@ export class Outbox {
     try {
       for await (const l of this.journal.lines()) {
         try {
-          this.sent.add((JSON.parse(l) as DeliveryRecord).dedupeKey);
+          const rec = JSON.parse(l) as DeliveryRecord;
+          this.sent.add(rec.dedupeKey);
+          if (rec.created_at !== undefined && rec.firing !== undefined) this.noteGroup(rec.group, Date.parse(rec.created_at), rec.firing);
         } catch {
           // A torn last line (kill -9 mid-append) is ignored.
         }
@@ -147,6 +163,7 @@ export class Outbox {
           continue;
         }
         this.entries.set(e.notification.id, e);
+        this.noteDecision(e.notification);
       } catch (err) {
         const dest = path.join(this.failedDir, `${name}.unreadable`);
         await fsp.rename(path.join(this.dir, name), dest).catch(() => undefined);
@@ -158,6 +175,31 @@ export class Outbox {
 
   get depth(): number {
     return this.entries.size;
+  }
+
+  /**
+   * Per group, what its channels were last told: the newest notification decided for it that was
+   * delivered (notifications.jsonl, appended at each delivery) or is queued (the outbox, written
+   * before it is sent). A restarted daemon rebuilds its groups from this, not from its last
+   * checkpoint, so an alert already sent is not sent again as new (Alerting.init).
+   */
+  notifiedGroups(): ReadonlyMap<string, GroupNotified> {
+    return this.lastByGroup;
+  }
+
+  private noteDecision(n: Notification): void {
+    if (n.refresh === true || n.test === true) return;
+    this.noteGroup(
+      n.group,
+      Date.parse(n.createdAt),
+      n.alerts.filter((a) => a.status === 'firing').map((a) => a.fingerprint),
+    );
+  }
+
+  private noteGroup(group: string, at: number, firing: string[]): void {
+    if (!Number.isFinite(at)) return;
+    const prev = this.lastByGroup.get(group);
+    if (prev === undefined || at >= prev.at) this.lastByGroup.set(group, { at, firing: [...firing] });
   }
 
   /** Queues a notification durably; false (with the reason logged) when it was already queued or sent. */
@@ -173,6 +215,7 @@ export class Outbox {
     }
     const e: Entry = { notification: n, attempts: 0, nextAttempt: this.now(), lastError: null };
     this.entries.set(n.id, e);
+    this.noteDecision(n);
     this.note(e, 'queued');
     await this.disk('queue a notification on disk', () => this.write(path.join(this.dir, `${n.id}.json`), e));
     return true;
@@ -312,6 +355,9 @@ export class Outbox {
       channel: n.channel,
       group: n.group,
       attempts: e.attempts,
+      ...(n.test !== true
+        ? { created_at: n.createdAt, firing: n.alerts.filter((a) => a.status === 'firing').map((a) => a.fingerprint) }
+        : {}),
     };
     this.entries.delete(n.id);
     this.counters.sent.set(n.channel, (this.counters.sent.get(n.channel) ?? 0) + 1);

@@ -54,6 +54,8 @@ export class Alerting {
     this.book.restore(restored?.alerts);
     this.dispatcher.restore(restored?.groups);
     await this.outbox.init();
+    // What was sent or queued after the checkpoint the state came from counts, not the checkpoint.
+    this.dispatcher.reconcile(this.outbox.notifiedGroups());
   }
 
   /** Advances alerts with the findings that hold now, queues what is due, sends what it can. */
