@@ -23,16 +23,12 @@ import { CaptureServer, SmtpCapture } from './helpers/servers.js';
 const KILLS = 20;
 const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');
 
-test('kill -9 at 20 random moments while runs are written: statistics and findings equal one pass, alerts sent once', async () => {
-  const am = await new CaptureServer().start();
-  after(() => am.stop());
-  const root = tempDir();
+/** The scenarios' writes under root/runs in trainer time, and a replay plan for them that lasts about 40 s. */
+function writePlan(root: string, names: ScenarioName[], seed: number): { writes: { file: string; text: string }[]; plan: string } {
   const now = Date.now();
-  const names: ScenarioName[] = ['healthy', 'oscillating', 'nan-rewards', 'format-heavy'];
-  const writes = names.flatMap((n) => scenarioWrites(n, 9, now).map((w) => ({ ...w, file: path.join(root, 'runs', n, w.file) })));
+  const writes = names.flatMap((n) => scenarioWrites(n, seed, now).map((w) => ({ ...w, file: path.join(root, 'runs', n, w.file) })));
   writes.sort((a, b) => a.time - b.time);
   const plan = path.join(root, 'plan.json');
-  // Paced to last about 40 s: long enough for KILLS kills at random moments while it writes.
   writeFileSync(
     plan,
     JSON.stringify({
@@ -41,6 +37,15 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
       pauseMs: Math.ceil(40_000 / (writes.length / 3)),
     }),
   );
+  return { writes, plan };
+}
+
+test('kill -9 at 20 random moments while runs are written: statistics and findings equal one pass, alerts sent once', async () => {
+  const am = await new CaptureServer().start();
+  after(() => am.stop());
+  const root = tempDir();
+  // Paced to last about 40 s: long enough for KILLS kills at random moments while it writes.
+  const { writes, plan } = writePlan(root, ['healthy', 'oscillating', 'nan-rewards', 'format-heavy'], 9);
   const expectedLines = writes.filter((w) => !w.file.endsWith('.yaml')).reduce((a, w) => a + (w.text.match(/\n/g)?.length ?? 0), 0);
   const cfg = path.join(root, 'c.yaml');
   writeFileSync(
@@ -199,19 +204,7 @@ test('kill -9 right after each delivery, before the next checkpoint: nothing is 
   const smtp = await new SmtpCapture().start();
   after(() => Promise.all([slack.stop(), am.stop(), smtp.stop()]));
   const root = tempDir();
-  const now = Date.now();
-  const names: ScenarioName[] = ['oscillating', 'nan-rewards', 'format-heavy', 'few-rollouts', 'aggressive-filter', 'stalled'];
-  const writes = names.flatMap((n) => scenarioWrites(n, 4, now).map((w) => ({ ...w, file: path.join(root, 'runs', n, w.file) })));
-  writes.sort((a, b) => a.time - b.time);
-  const plan = path.join(root, 'plan.json');
-  writeFileSync(
-    plan,
-    JSON.stringify({
-      writes: writes.map(({ file, text }) => ({ file, text })),
-      every: 3,
-      pauseMs: Math.ceil(40_000 / (writes.length / 3)),
-    }),
-  );
+  const { plan } = writePlan(root, ['oscillating', 'nan-rewards', 'format-heavy', 'few-rollouts', 'aggressive-filter', 'stalled'], 4);
   const cfg = path.join(root, 'c.yaml');
   // No checkpoint while the test runs (the state on disk is the one written at each start, before
   // any send): what was sent must come from the record of deliveries, not from state.json.
