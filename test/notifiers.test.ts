@@ -326,6 +326,35 @@ describe('Alertmanager behind a path prefix and basic auth', () => {
 });
 
 describe('delivery errors name the channel, host:port and the cause, never the secret', () => {
+  test('a redirect is never followed with the alerts (Alertmanager, Slack): refused, not retried, with the URL to configure', async () => {
+    const target = await new CaptureServer().start();
+    const redirecting = await new CaptureServer().start();
+    redirecting.respond = () => ({ status: 301, headers: { location: `${target.url}/api/v2/alerts?token=XXSECRETXX` } });
+    try {
+      const am = await createAlertmanagerNotifier({ url: redirecting.url, timeoutMs: 2000 }).send(notification());
+      assert.equal(am.ok, false);
+      assert.ok(am.ok === false && am.retry === false, JSON.stringify(am));
+      assert.match(
+        am.ok === false ? am.error : '',
+        new RegExp(
+          `answered HTTP 301, a redirect to ${target.url.replace(/[.]/g, '\\.')}/api/v2/alerts; .*set notify\\.alertmanager\\.url`,
+        ),
+      );
+      assert.doesNotMatch(JSON.stringify(am), /XXSECRETXX/);
+      const slack = await createSlackNotifier({
+        webhookUrl: new Secret(`${redirecting.url}/services/T0/B0/XXSECRETXX`, 'test'),
+        timeoutMs: 2000,
+      }).send(notification());
+      assert.equal(slack.ok, false, JSON.stringify(slack));
+      assert.doesNotMatch(JSON.stringify(slack), /XXSECRETXX/);
+      assert.equal(target.requests.length, 0, 'a redirect was followed');
+      assert.equal(redirecting.requests.length, 2);
+    } finally {
+      await target.stop();
+      await redirecting.stop();
+    }
+  });
+
   test('connection refused, no answer in time, a refused login', async () => {
     // A port nothing listens on: a server started and stopped.
     const gone = await new CaptureServer().start();

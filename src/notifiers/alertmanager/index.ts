@@ -104,8 +104,12 @@ export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier 
             }),
           ),
           signal: AbortSignal.timeout(timeoutMs),
+          // A POST is never followed to another address: fetch would follow a 301 or 302 as a GET
+          // without the alerts, the target's 200 would read as delivered, and nothing would arrive.
+          redirect: 'manual',
         });
         await res.arrayBuffer().catch(() => undefined);
+        if (res.status >= 300 && res.status < 400) return { ok: false, retry: false, error: redirected(where, endpoint, res) };
         const r = classifyStatus(res.status, retryAfterMs(res.headers.get('retry-after')));
         if (r.ok) return r;
         const hint = res.status === 401 || res.status === 403 ? ' (check notify.alertmanager credentials)' : '';
@@ -115,4 +119,19 @@ export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier 
       }
     },
   };
+}
+
+/** A redirect answered to a POST: where it leads (scheme, host and path: no query, no credentials), and what to configure. */
+function redirected(where: string, endpoint: string, res: Response): string {
+  const location = res.headers.get('location');
+  let to = 'another address';
+  if (location !== null) {
+    try {
+      const u = new URL(location, endpoint);
+      to = `${u.protocol}//${u.host}${u.pathname}`;
+    } catch {
+      to = 'an address that is not a URL';
+    }
+  }
+  return `Alertmanager at ${where} answered HTTP ${res.status}, a redirect to ${to}; barwatch does not follow a redirect with alerts (they would be lost): set notify.alertmanager.url to the address it leads to`;
 }
