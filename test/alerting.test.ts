@@ -16,6 +16,7 @@ import type { Logger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
 import { CaptureServer, FakeClock } from './helpers/servers.js';
 import { stateLayout } from '../src/state/layout.js';
+import { globMatcher, MAX_GLOB, SilenceStore } from '../src/alerting/silences.js';
 import { viaJson } from './helpers/json.js';
 
 const S = 1000;
@@ -321,5 +322,39 @@ describe('the outbox against a real HTTP server (Alertmanager API)', () => {
     assert.equal(srv.requests.length, before);
     assert.ok(!existsSync(path.join(dir, 'outbox', 'x.json')));
     await srv.stop();
+  });
+});
+
+describe('silence globs', () => {
+  test('* stays within a folder, ** crosses folders, ? is one character; a glob of repeated ** matches in linear time', () => {
+    const cases: [string, string, boolean][] = [
+      ['/runs/a', '/runs/a', true],
+      ['/runs/*', '/runs/a', true],
+      ['/runs/*', '/runs/a/b', false],
+      ['/runs/**', '/runs/a/b', true],
+      ['/runs/**/seed?', '/runs/x/y/seed1', true],
+      ['/runs/**/seed?', '/runs/x/y/seed12', false],
+      ['/runs/?', '/runs//', false],
+      ['**', '', true],
+      ['*a*b*', '/xaxb', false],
+      ['*a*b*', 'xaxb', true],
+      ['/r[1].+(x)', '/r[1].+(x)', true],
+      ['/r[1].+(x)', '/r1.+x', false],
+    ];
+    for (const [glob, p, want] of cases) assert.equal(globMatcher(glob)(p), want, `${glob} on ${p}`);
+    // The glob an adversarial probe saved: as a RegExp it backtracked for tens of seconds on a path
+    // of 26 characters, on every alert tick. Here it answers at once, also on a long path.
+    const evil = globMatcher(`${'**'.repeat(12)}Q`);
+    assert.equal(evil('/runs/' + 'a'.repeat(20)), false);
+    assert.equal(evil('/runs/' + 'a'.repeat(100_000)), false);
+    assert.equal(evil('/runs/aQ'), true);
+  });
+
+  test('a glob longer than 1,024 characters is refused', async () => {
+    const store = new SilenceStore(path.join(tempDir(), 'silences.json'));
+    await assert.rejects(
+      store.add({ run: '*'.repeat(MAX_GLOB + 1), detector: '*', endsAt: new Date(Date.now() + M).toISOString(), comment: '' }, Date.now()),
+      /at most 1024/,
+    );
   });
 });

@@ -1,7 +1,7 @@
 /** `barwatch silence add|list|remove`: the silences the daemon reads from its state folder. */
 import type { Command } from 'commander';
 import path from 'node:path';
-import { globToRegExp, SilenceStore } from '../alerting/silences.js';
+import { globMatcher, MAX_GLOB, SilenceStore } from '../alerting/silences.js';
 import { readFileSync } from 'node:fs';
 import type { ReadState } from '../pipeline/pipeline.js';
 import { DETECTOR_IDS } from '../detectors/index.js';
@@ -63,7 +63,9 @@ export function registerSilence(program: Command): void {
         // Runs are known by absolute paths: a relative one is taken from here, as the shell would.
         const run = path.isAbsolute(opts.run) ? opts.run : path.join(process.cwd(), opts.run);
         const layout = stateLayout(config.stateDir);
-        if (ids !== null && ids.length > 0 && !ids.some((id) => globToRegExp(run).test(id))) {
+        if (run.length > MAX_GLOB) fail(`--run: the glob is ${run.length} characters long; at most ${MAX_GLOB}`);
+        const matches = globMatcher(run);
+        if (ids !== null && ids.length > 0 && !ids.some((id) => matches(id))) {
           process.stderr.write(
             `barwatch: warning: ${run} matches none of the ${ids.length} run(s) in ${config.stateDir} (the silence is added all the same)\n`,
           );

@@ -3,6 +3,7 @@
  * line and the page agree. A POST takes {run, detector?, duration, comment?}; DELETE expires one.
  */
 import { DETECTOR_IDS } from '../detectors/index.js';
+import { MAX_GLOB } from '../alerting/silences.js';
 import { parseDuration } from '../util/duration.js';
 import { readJson, RequestError, sendJson, type Route } from './server.js';
 import type { WebSource } from './source.js';
@@ -34,6 +35,7 @@ export function silenceRoutes(src: WebSource): Route[] {
         const b = body as Record<string, unknown>;
         const run = field(b, 'run');
         if (run === undefined) throw new RequestError(400, 'run is required (a run path, or a glob over run paths)');
+        if (run.length > MAX_GLOB) throw new RequestError(400, `run: at most ${MAX_GLOB} characters`);
         const detector = field(b, 'detector') ?? '*';
         if (detector !== '*' && !DETECTOR_IDS.includes(detector)) throw new RequestError(400, `unknown detector ${detector}`);
         const duration = field(b, 'duration') ?? '';
