@@ -23,8 +23,13 @@ import { CaptureServer, SmtpCapture } from './helpers/servers.js';
 const KILLS = 20;
 const REPLAY = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'replay.js');
 
-/** The scenarios' writes under root/runs in trainer time, and a replay plan for them that lasts about 40 s. */
-function writePlan(root: string, names: ScenarioName[], seed: number): { writes: { file: string; text: string }[]; plan: string } {
+/** The scenarios' writes under root/runs in trainer time, and a replay plan for them that lasts about `seconds`. */
+function writePlan(
+  root: string,
+  names: ScenarioName[],
+  seed: number,
+  seconds = 40,
+): { writes: { file: string; text: string }[]; plan: string } {
   const now = Date.now();
   const writes = names.flatMap((n) => scenarioWrites(n, seed, now).map((w) => ({ ...w, file: path.join(root, 'runs', n, w.file) })));
   writes.sort((a, b) => a.time - b.time);
@@ -34,7 +39,7 @@ function writePlan(root: string, names: ScenarioName[], seed: number): { writes:
     JSON.stringify({
       writes: writes.map(({ file, text }) => ({ file, text })),
       every: 3,
-      pauseMs: Math.ceil(40_000 / (writes.length / 3)),
+      pauseMs: Math.ceil((seconds * 1000) / (writes.length / 3)),
     }),
   );
   return { writes, plan };
@@ -44,8 +49,9 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
   const am = await new CaptureServer().start();
   after(() => am.stop());
   const root = tempDir();
-  // Paced to last about 40 s: long enough for KILLS kills at random moments while it writes.
-  const { writes, plan } = writePlan(root, ['healthy', 'oscillating', 'nan-rewards', 'format-heavy'], 9);
+  // Paced to last about 60 s: long enough for KILLS kills at random moments while it writes, also
+  // on a busy machine where each restart (a catch-up judging what it reads) takes a second or two.
+  const { writes, plan } = writePlan(root, ['healthy', 'oscillating', 'nan-rewards', 'format-heavy'], 9, 60);
   const expectedLines = writes.filter((w) => !w.file.endsWith('.yaml')).reduce((a, w) => a + (w.text.match(/\n/g)?.length ?? 0), 0);
   const cfg = path.join(root, 'c.yaml');
   writeFileSync(
