@@ -188,11 +188,7 @@ export class Pipeline {
   async poll(file: string, into: Sink = this.sink, maxBytes?: number): Promise<ReadOutcome> {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
-    if (!this.opened.has(src)) {
-      this.opened.add(src);
-      await this.readEarlierRounds(src);
-      if (src.kind === 'tfevents') await this.supersede(src);
-    }
+    await this.open(src);
     try {
       const out = await src.poll(into, this.opts.now(), maxBytes);
       if (this.failing.recovered(file)) this.opts.log.info({ file }, 'file readable again');
@@ -221,7 +217,10 @@ export class Pipeline {
       const onDisk = await this.opts.findRunFiles(src.place.run).catch(() => []);
       for (const f of onDisk) {
         const o = roundOrder(f.place);
-        if (f.place.run === src.place.run && o !== null && o < at && !this.sources.has(f.file)) this.track(f.file, f.kind, f.place);
+        // The round's own other files too: a new round's second file, not yet reported by the
+        // watcher, is then read merged with the first from the start (see read).
+        if (f.place.run === src.place.run && o !== null && (o < at || sameRound(f.place, src.place)) && !this.sources.has(f.file))
+          this.track(f.file, f.kind, f.place);
       }
     }
     const earlier: string[] = [];
@@ -273,6 +272,14 @@ export class Pipeline {
     while ((await this.read(file)) === 'more');
   }
 
+  /** Before a file's first read: the rounds before it are read, and its restarted event files ordered. */
+  private async open(src: FileSource): Promise<void> {
+    if (this.opened.has(src)) return;
+    this.opened.add(src);
+    await this.readEarlierRounds(src);
+    if (src.kind === 'tfevents') await this.supersede(src);
+  }
+
   /**
    * The daemon's read of a file that changed: what is new in it, merged by step with what is new
    * in the other files of its round (see drain), so a daemon that reads a burst late (a backlog,
@@ -282,6 +289,8 @@ export class Pipeline {
   async read(file: string): Promise<ReadOutcome> {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
+    // Opened first: that finds the round's other files on disk, so they are merged from the start.
+    await this.open(src);
     const group = [...this.sources.values()].filter((s) => s === src || sameRound(s.place, src.place));
     const out = group.length === 1 ? await this.poll(file) : ((await this.drainRound(group)).get(src) ?? 'idle');
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
