@@ -295,7 +295,14 @@ describe('web API changes', () => {
     assert.equal((await post({})).status, 401);
     assert.equal((await post({ authorization: 'Bearer wrong' })).status, 401);
     assert.equal((await post({ authorization: 'Bearer hunter2-web-token', origin: 'http://evil.example' })).status, 403);
+    // An Origin that is no URL (a sandboxed frame sends `null`) is another origin: 403, not a 500.
+    for (const origin of ['null', 'not a url', 'http://[bad'])
+      assert.equal((await post({ authorization: 'Bearer hunter2-web-token', origin })).status, 403, origin);
     assert.equal((await post({ authorization: 'Bearer hunter2-web-token' })).status, 201);
+    // A lone % in a run's address is a bad request, not a server error.
+    const badEscape = await fetch(`${url}api/v1/runs/%`);
+    assert.equal(badEscape.status, 400);
+    assert.match(await badEscape.text(), /a % must start an escape/);
     const wrongHost = await fetch(`${url}api/v1/runs`, { headers: { host: 'evil.example' } });
     assert.equal(wrongHost.status, 200, 'exposed: any Host is answered (the token guards changes)');
     assert.equal((await fetch(`${url}api/v1/silences`, { method: 'PUT' })).status, 405);

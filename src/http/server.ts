@@ -160,7 +160,14 @@ export class HttpServer {
         return;
       }
     }
-    const params = hit.m!.slice(1).map((p) => decodeURIComponent(p ?? ''));
+    let params: string[];
+    try {
+      params = hit.m!.slice(1).map((p) => decodeURIComponent(p ?? ''));
+    } catch {
+      // A lone or malformed % escape (/api/v1/runs/%): the request is wrong, not the server.
+      sendError(res, 400, `${url.pathname} is not a valid address: a % must start an escape such as %2F`);
+      return;
+    }
     try {
       await hit.r.handle(req, res, params);
     } catch (err) {
@@ -172,7 +179,7 @@ export class HttpServer {
   /** Why a change is refused, or null: another origin (CSRF), or no valid token when exposed. */
   private refuseChange(req: IncomingMessage): { status: number; message: string } | null {
     const origin = req.headers.origin;
-    if (origin !== undefined && !this.allowedHosts.has(new URL(origin).host.toLowerCase())) {
+    if (origin !== undefined && !this.allowedHosts.has(originHost(origin))) {
       return { status: 403, message: `changes are accepted from this page only, not from ${origin}` };
     }
     if (!(req.headers['content-type'] ?? '').startsWith('application/json') && req.method === 'POST') {
@@ -207,5 +214,14 @@ export class HttpServer {
     }
     res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': 'no-cache' });
     res.end(body);
+  }
+}
+
+/** The host of an Origin header, lower-cased; '' for one that is no URL (`null`, garbage): refused as another origin. */
+function originHost(origin: string): string {
+  try {
+    return new URL(origin).host.toLowerCase();
+  } catch {
+    return '';
   }
 }
