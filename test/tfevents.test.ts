@@ -10,7 +10,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config/load.js';
 import { crc32c, frames } from '../src/parsers/tfrecord.js';
-import { TfEventsDecoder } from '../src/parsers/tfevents.js';
+import { decodeEvent, TfEventsDecoder } from '../src/parsers/tfevents.js';
 import { analyzePaths } from '../src/pipeline/analyze.js';
 import { RecordTailer } from '../src/sources/record-tailer.js';
 import { silentLogger } from '../src/util/log.js';
@@ -60,6 +60,20 @@ describe('TensorBoard event files written by tensorboardX', { skip: SAMPLES_SKIP
       if (sub !== '') assert.deepEqual([round.role, round.round], ['selector', 1]);
     });
   }
+});
+
+describe('Event fields', () => {
+  test("a step is a signed int64: -1 (ten bytes of two's complement) reads as -1, not 1.8e19; large positive steps exactly", () => {
+    const wall = Buffer.alloc(8);
+    wall.writeDoubleLE(1_700_000_000);
+    const event = (step: number[]): Buffer => Buffer.from([0x09, ...wall, 0x10, ...step]);
+    assert.equal(decodeEvent(event([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])).step, -1);
+    // -1000: two's complement of 1000 over 64 bits, seven bits a byte, lowest first.
+    const minus1000 = [0x98, 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+    assert.equal(decodeEvent(event(minus1000)).step, -1000);
+    assert.equal(decodeEvent(event([0xe8, 0x07])).step, 1000);
+    assert.equal(decodeEvent(event([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01])).step, 2 ** 49);
+  });
 });
 
 describe('TFRecord framing and the record tailer', () => {

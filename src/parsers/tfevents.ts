@@ -40,6 +40,19 @@ class Reader {
     throw new Error('varint too long');
   }
 
+  /**
+   * A signed int64 (an Event's step): protobuf writes a negative one as ten bytes of two's
+   * complement, which as an unsigned number is near 1.8e19; read as signed, exactly.
+   */
+  int64(): number {
+    const from = this.at;
+    const v = this.varint();
+    if (this.at - from < 10) return v;
+    let big = 0n;
+    for (let i = this.at - 1; i >= from; i--) big = (big << 7n) | BigInt(this.buf[i]! & 0x7f);
+    return Number(BigInt.asIntN(64, big));
+  }
+
   /** A length-delimited field: a sub-reader over its bytes. */
   sub(): Reader {
     const len = this.varint();
@@ -178,7 +191,7 @@ export function decodeEvent(bytes: Uint8Array): DecodedEvent {
     const field = key >>> 3;
     const wire = key & 7;
     if (field === 1 && wire === 1) out.wallTime = r.double();
-    else if (field === 2 && wire === 0) out.step = r.varint();
+    else if (field === 2 && wire === 0) out.step = r.int64();
     else if (field === 3 && wire === 2) out.fileVersion = r.string();
     else if (field === 5 && wire === 2) {
       const s = r.sub();
