@@ -291,6 +291,25 @@ describe('the outbox against a real HTTP server (Alertmanager API)', () => {
     await srv.stop();
   });
 
+  test('a Retry-After of 999,999,999 s is honoured for an hour at most', async () => {
+    const srv = await new CaptureServer().start();
+    const clock = new FakeClock();
+    const times: number[] = [];
+    srv.respond = (_r, n) => {
+      times.push(clock.now());
+      return n === 1 ? { status: 429, body: 'slow down', headers: { 'retry-after': '999999999' } } : { status: 200 };
+    };
+    const { a } = await setup(clock, [createAlertmanagerNotifier({ url: srv.url })], { groupWaitMs: 0 });
+    const f = finding('/runs/a', 'low-rollouts', null, null);
+    for (let i = 0; i < 70; i++) {
+      await a.tick([f]);
+      clock.advance(1 * M);
+    }
+    assert.equal(srv.requests.length, 2, 'retried within the hour');
+    assert.ok(times[1]! - times[0]! <= 61 * M, `retried after ${(times[1]! - times[0]!) / M} min`);
+    await srv.stop();
+  });
+
   test('restart mid-outbox: nothing lost, nothing sent twice', async () => {
     const srv = await new CaptureServer().start();
     const clock = new FakeClock();

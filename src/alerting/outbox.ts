@@ -26,7 +26,14 @@ export interface OutboxOptions {
   maxBackoffMs: number;
   /** Jitter source in [0, 1); injected so tests are repeatable. */
   random?: () => number;
+  /**
+   * The longest a channel's Retry-After is honoured (default an hour): a server asking for
+   * 999,999,999 s would otherwise park the channel for decades.
+   */
+  maxRetryAfterMs?: number;
 }
+
+const MAX_RETRY_AFTER_MS = 3_600_000;
 
 interface Entry {
   notification: Notification;
@@ -266,7 +273,7 @@ export class Outbox {
   }
 
   private backoff(failures: number, retryAfter?: number): number {
-    if (retryAfter !== undefined) return retryAfter;
+    if (retryAfter !== undefined) return Math.min(retryAfter, this.opts.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS);
     const exp = Math.min(this.opts.maxBackoffMs, this.opts.baseBackoffMs * 2 ** Math.max(0, failures - 1));
     const r = (this.opts.random ?? Math.random)();
     return Math.round(exp / 2 + (exp / 2) * r);
