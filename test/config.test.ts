@@ -150,6 +150,21 @@ describe('valid configs', () => {
     assert.throws(() => parseConfig('http: {listen: "192.168.1.5:9464"}\n', '/etc/b.yaml'), /192\.168\.1\.5 is not a loopback address/);
   });
 
+  test('an empty or missing http.auth_token_file is refused by validate, naming the key', () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'empty-token'), '\n');
+    for (const [token, why] of [
+      ['empty-token', /http\.auth_token_file: the file .*empty-token is empty/],
+      ['no-such-token', /http\.auth_token_file: cannot read .*no-such-token \(ENOENT\)/],
+    ] as const) {
+      const cfg = path.join(dir, `${token}.yaml`);
+      writeFileSync(cfg, `http: {listen: "0.0.0.0:9464", expose: true, auth_token_file: ${token}}\n`);
+      const r = barwatch(['validate', '--config', cfg]);
+      assert.equal(r.status, 2, r.stdout + r.stderr);
+      assert.match(r.stdout + r.stderr, why);
+    }
+  });
+
   test('secrets from a file or the environment never print', () => {
     const dir = tempDir();
     writeFileSync(path.join(dir, 'hook'), 'https://hooks.slack.com/services/T0/B0/TOPSECRET\n');

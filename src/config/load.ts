@@ -145,6 +145,8 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
   const notify = resolveNotify(r);
   checkSummary(r);
   const listen = resolveListen(r);
+  // Before the problems are counted: an empty or unreadable auth_token_file is one of them.
+  const http = resolveHttp(r, listen);
   const problems = r.problems;
   const abs = r.abs;
 
@@ -195,7 +197,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     },
     notify,
     summary: raw.summary,
-    http: resolveHttp(r, listen),
+    http,
     log: raw.log,
     detectors,
   };
