@@ -4,14 +4,15 @@
  */
 import { frame } from '../../src/parsers/tfrecord.js';
 
+/** A protobuf varint; a negative int64 (a step of -1) as protobuf writes it: ten bytes of two's complement. */
 function varint(n: number): number[] {
   const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v % 128) | 0x80);
-    v = Math.floor(v / 128);
+  let v = n < 0 ? BigInt.asUintN(64, BigInt(n)) : BigInt(n);
+  while (v >= 0x80n) {
+    out.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
   }
-  out.push(v);
+  out.push(Number(v));
   return out;
 }
 
