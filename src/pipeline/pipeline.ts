@@ -30,6 +30,11 @@ function sameRound(a: FilePlace, b: FilePlace): boolean {
   return a.run === b.run && a.role === b.role && a.round === b.round;
 }
 
+/** The key of a file's round: run, role and round (a run path never holds a NUL). */
+function roundOf(p: FilePlace): string {
+  return `${p.run}\0${p.role}\0${p.round}`;
+}
+
 export interface PipelineOptions {
   parser: ParserOptions;
   tail: TailOptions;
@@ -90,7 +95,9 @@ export class Pipeline {
   /** Files read at least once (see readEarlierRounds). */
   private readonly opened = new WeakSet<FileSource>();
   /** Per run: the role, round and step of the last metrics record applied (see sink). */
-  private readonly stepOf = new Map<string, string>();
+  private readonly stepOf = new Map<string, { role: string; round: number | null; step: number | null }>();
+  /** The files followed, by run, role and round (see read: the files read together). */
+  private readonly byRound = new Map<string, Set<FileSource>>();
   /** Counters of files no longer followed (removed), by path. */
   private readonly retired = new Map<string, FileCounters>();
 
@@ -126,6 +133,10 @@ export class Pipeline {
       this.retired.delete(file);
     }
     this.sources.set(file, src);
+    const key = roundOf(place);
+    const same = this.byRound.get(key) ?? new Set<FileSource>();
+    same.add(src);
+    this.byRound.set(key, same);
     this.opts.log.debug({ file, kind, run: place.run, role: place.role, round: place.round, resumed: usable !== null }, 'following file');
     return src;
   }
@@ -134,6 +145,9 @@ export class Pipeline {
     const src = this.sources.get(file);
     if (src === undefined) return;
     this.sources.delete(file);
+    const key = roundOf(src.place);
+    this.byRound.get(key)?.delete(src);
+    if (this.byRound.get(key)?.size === 0) this.byRound.delete(key);
     this.retired.set(file, { ...src.counters });
     await src.close();
   }
@@ -162,9 +176,9 @@ export class Pipeline {
       // Detectors judge whole steps: before the first record of another step (or round), the
       // records of the step before are all in, whichever of the round's files came first.
       if (engine !== undefined && rec.kind === 'metrics') {
-        const at = `${ctx.role}|${ctx.round}|${rec.step}`;
-        if (rec.step === null || this.stepOf.get(run.id) !== at) {
-          this.stepOf.set(run.id, at);
+        const last = this.stepOf.get(run.id);
+        if (rec.step === null || last === undefined || last.step !== rec.step || last.round !== ctx.round || last.role !== ctx.role) {
+          this.stepOf.set(run.id, { role: ctx.role, round: ctx.round, step: rec.step });
           const t = engine.onRecord(run, { now, live: this.opts.live === true, final: false });
           if (t.length > 0 && !this.holdAlerts) this.opts.onTransitions?.(t);
         }
@@ -291,7 +305,7 @@ export class Pipeline {
     if (src === undefined) return 'idle';
     // Opened first: that finds the round's other files on disk, so they are merged from the start.
     await this.open(src);
-    const group = [...this.sources.values()].filter((s) => s === src || sameRound(s.place, src.place));
+    const group = [...(this.byRound.get(roundOf(src.place)) ?? [src])];
     const out = group.length === 1 ? await this.poll(file) : ((await this.drainRound(group)).get(src) ?? 'idle');
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
     const run = this.registry.get(src.place.run);
