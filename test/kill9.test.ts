@@ -45,6 +45,15 @@ function writePlan(
   return { writes, plan };
 }
 
+/** kill -9 of a daemon, and a new one on the same arguments once it watches. */
+async function killAndRestart(d: DaemonProcess, args: string[]): Promise<DaemonProcess> {
+  d.child.kill('SIGKILL');
+  await d.exited;
+  const next = new DaemonProcess(args);
+  await next.waitFor((l) => l.msg === 'watching');
+  return next;
+}
+
 test('kill -9 at 20 random moments while runs are written: statistics and findings equal one pass, alerts sent once', async () => {
   const am = await new CaptureServer().start();
   after(() => am.stop());
@@ -70,11 +79,8 @@ test('kill -9 at 20 random moments while runs are written: statistics and findin
   while (!finished && kills < KILLS) {
     await sleep(300 + Math.floor(r() * 700));
     if (finished) break;
-    d.child.kill('SIGKILL');
-    await d.exited;
+    d = await killAndRestart(d, [path.join(root, 'runs'), '--config', cfg]);
     kills++;
-    d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
-    await d.waitFor((l) => l.msg === 'watching');
   }
   await done;
   // Caught up: every file's saved offset is at its end (the watcher's events alone, no sweep).
@@ -239,15 +245,12 @@ test('kill -9 right after each delivery, before the next checkpoint: nothing is 
   while (!finished) {
     const from = d.logs.length;
     const sent = await Promise.race([
-      d.waitFor((l) => d.logs.indexOf(l) >= from && l.msg.startsWith('sent to '), 60_000).then(() => true),
+      d.waitFor((l) => l.msg.startsWith('sent to ') && d.logs.indexOf(l) >= from, 60_000).then(() => true),
       done.then(() => false),
     ]).catch(() => false);
     if (!sent) break;
-    d.child.kill('SIGKILL');
-    await d.exited;
+    d = await killAndRestart(d, [path.join(root, 'runs'), '--config', cfg]);
     kills++;
-    d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
-    await d.waitFor((l) => l.msg === 'watching');
   }
   await done;
   await d.waitQuiet();

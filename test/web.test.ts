@@ -233,13 +233,7 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
   });
 
   await t.test('the keyboard reaches every action of the runs, run, alerts and silences views', async () => {
-    const run = path.join(root, 'runs', 'bar-rag');
-    const views: [string, string][] = [
-      ['#/', 'runs'],
-      [`#/run/${encodeURIComponent(run)}`, 'run'],
-      ['#/alerts', 'alerts'],
-      ['#/silences', 'silences'],
-    ];
+    const views = everyView(path.join(root, 'runs', 'bar-rag'));
     for (const [hash, view] of views) {
       await page.goto(`${base}${hash}`);
       // A hash change redraws in place: wait for this view, not the one before it.
@@ -255,13 +249,7 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
   });
 
   await t.test('every view at 1,400 and 800 px wide: nothing wider than the window; screenshots', async (st) => {
-    const run = path.join(root, 'runs', 'bar-rag');
-    const views: [string, string][] = [
-      ['#/', 'runs'],
-      [`#/run/${encodeURIComponent(run)}`, 'run'],
-      ['#/alerts', 'alerts'],
-      ['#/silences', 'silences'],
-    ];
+    const views = everyView(path.join(root, 'runs', 'bar-rag'));
     for (const width of [1400, 800]) {
       await page.setViewportSize({ width, height: 900 });
       for (const [hash, view] of views) {
@@ -279,6 +267,16 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
   });
   assert.equal(await d.stop(), 0);
 });
+
+/** Every view of the page, with its data-view name: the runs, one run, the alerts, the silences. */
+function everyView(run: string): [string, string][] {
+  return [
+    ['#/', 'runs'],
+    [`#/run/${encodeURIComponent(run)}`, 'run'],
+    ['#/alerts', 'alerts'],
+    ['#/silences', 'silences'],
+  ];
+}
 
 describe('web API changes', () => {
   test('exposed: a change without the token is refused, with it accepted; another origin is refused', async () => {
