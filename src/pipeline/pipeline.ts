@@ -25,6 +25,14 @@ const SERIES_LOGGED = 12;
 /** Bytes read from one file at a time while files of a round are merged by step (Pipeline.drain). */
 const MERGE_BYTES = 1 << 18;
 
+/**
+ * A file alone in its round is looked beside on disk at each read while its round has fewer steps
+ * than this (see read), at most YOUNG_LOOKS times: long enough for a trainer's second file of a
+ * round to appear, bounded so a run with one file per round costs nothing more after it starts.
+ */
+const YOUNG_STEPS = 8;
+const YOUNG_LOOKS = 32;
+
 /** Whether two files belong to the same round of the same run (the same role and round). */
 function sameRound(a: FilePlace, b: FilePlace): boolean {
   return a.run === b.run && a.role === b.role && a.round === b.round;
@@ -98,6 +106,8 @@ export class Pipeline {
   private readonly stepOf = new Map<string, { role: string; round: number | null; step: number | null }>();
   /** The files followed, by run, role and round (see read: the files read together). */
   private readonly byRound = new Map<string, Set<FileSource>>();
+  /** How often a young file alone in its round was looked beside on disk (see young). */
+  private readonly looks = new WeakMap<FileSource, number>();
   /** Counters of files no longer followed (removed), by path. */
   private readonly retired = new Map<string, FileCounters>();
 
@@ -226,17 +236,10 @@ export class Pipeline {
   private async readEarlierRounds(src: FileSource): Promise<void> {
     const at = roundOrder(src.place);
     if (at === null) return;
-    // A backlog's files are all tracked before the first is read: no need to look on disk.
-    if (this.opts.findRunFiles !== undefined && !this.holdAlerts) {
-      const onDisk = await this.opts.findRunFiles(src.place.run).catch(() => []);
-      for (const f of onDisk) {
-        const o = roundOrder(f.place);
-        // The round's own other files too: a new round's second file, not yet reported by the
-        // watcher, is then read merged with the first from the start (see read).
-        if (f.place.run === src.place.run && o !== null && (o < at || sameRound(f.place, src.place)) && !this.sources.has(f.file))
-          this.track(f.file, f.kind, f.place);
-      }
-    }
+    await this.lookOnDisk(src, (place) => {
+      const o = roundOrder(place);
+      return o !== null && (o < at || sameRound(place, src.place));
+    });
     const earlier: string[] = [];
     for (const [f, other] of this.sources) {
       if (other.place.run !== src.place.run) continue;
@@ -244,6 +247,17 @@ export class Pipeline {
       if (o !== null && o < at) earlier.push(f);
     }
     for (const f of earlier) await this.drain(f);
+  }
+
+  /**
+   * Follows the files of the run on disk that `wanted` picks and are not followed yet. A backlog's
+   * files are all tracked before the first is read: then there is no need to look.
+   */
+  private async lookOnDisk(src: FileSource, wanted: (place: FilePlace) => boolean): Promise<void> {
+    if (this.opts.findRunFiles === undefined || this.holdAlerts) return;
+    const onDisk = await this.opts.findRunFiles(src.place.run).catch(() => []);
+    for (const f of onDisk)
+      if (f.place.run === src.place.run && wanted(f.place) && !this.sources.has(f.file)) this.track(f.file, f.kind, f.place);
   }
 
   /**
@@ -305,6 +319,11 @@ export class Pipeline {
     if (src === undefined) return 'idle';
     // Opened first: that finds the round's other files on disk, so they are merged from the start.
     await this.open(src);
+    // A round's second file can appear a moment after its first was read (a trainer opens its log
+    // and writes its first metrics elsewhere): while a file alone in its round is young, each read
+    // looks for the others, so they are merged from their first step whatever the watcher's delay.
+    if (this.byRound.get(roundOf(src.place))?.size === 1 && this.young(src))
+      await this.lookOnDisk(src, (place) => sameRound(place, src.place));
     const group = [...(this.byRound.get(roundOf(src.place)) ?? [src])];
     const out = group.length === 1 ? await this.poll(file) : ((await this.drainRound(group)).get(src) ?? 'idle');
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
@@ -314,6 +333,16 @@ export class Pipeline {
       if (t.length > 0 && !this.holdAlerts) this.opts.onTransitions?.(t);
     }
     return out;
+  }
+
+  /** Whether a file alone in its round is still looked beside on disk (see read), counting the look. */
+  private young(src: FileSource): boolean {
+    const looks = this.looks.get(src) ?? 0;
+    if (looks >= YOUNG_LOOKS) return false;
+    const last = this.registry.get(src.place.run)?.round(src.place.role, src.place.round)?.lastStep ?? null;
+    if (last !== null && last >= YOUNG_STEPS) return false;
+    this.looks.set(src, looks + 1);
+    return true;
   }
 
   /**
