@@ -454,17 +454,38 @@ describe('faults: the state folder', () => {
   );
 });
 
+/** A run whose NaN was alerted to the Alertmanager stand-in by a daemon that then stopped. */
+async function nanRunAlerted(): Promise<{ runs: string; state: string; am: CaptureServer; cfg: string; file: string }> {
+  const { dir, runs, state } = workspace();
+  const { am, cfg } = await alertmanagerFor(dir, state);
+  const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, nanRun());
+  const d = new DaemonProcess([runs, '--config', cfg]);
+  await statusAt(d, 40);
+  await d.waitFor((l) => l.msg.startsWith('sent to alertmanager'));
+  assert.equal(await d.stop(), 0);
+  return { runs, state, am, cfg, file };
+}
+
+/** A restart after the state was broken: ten more steps written, read and alerted on; the daemon must stay up. */
+async function restartAndWrite(runs: string, cfg: string, file: string): Promise<DaemonProcess> {
+  const d = new DaemonProcess([runs, '--config', cfg]);
+  await d.waitFor((l) => l.msg === 'watching');
+  const w = new Actor();
+  after(() => w.close());
+  await w.do({ op: 'append', file, text: goods(41, 50) });
+  await statusAt(d, 50);
+  // Long enough for a repeated warning to show: several status lines, alert ticks and saves.
+  await d.waitQuiet();
+  assert.equal(d.child.exitCode, null, 'the daemon stays up');
+  assert.equal(await d.stop(), 0);
+  return d;
+}
+
 describe('faults: state files', () => {
   test('truncated or garbage state files are named, moved aside and rebuilt from the logs; nothing is sent twice', async () => {
-    const { dir, runs, state } = workspace();
-    const { am, cfg } = await alertmanagerFor(dir, state);
-    const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, nanRun());
-    let d = new DaemonProcess([runs, '--config', cfg]);
-    await statusAt(d, 40);
-    await d.waitFor((l) => l.msg.startsWith('sent to alertmanager'));
-    assert.equal(await d.stop(), 0);
+    const { runs, state, am, cfg, file } = await nanRunAlerted();
 
     // Break every file the state folder holds.
     const stateJson = path.join(state, 'state.json');
@@ -478,16 +499,7 @@ describe('faults: state files', () => {
     );
     writeFileSync(path.join(state, 'silences.json'), '\u0000\u0001 not json');
 
-    d = new DaemonProcess([runs, '--config', cfg]);
-    await d.waitFor((l) => l.msg === 'watching');
-    const w = new Actor();
-    after(() => w.close());
-    await w.do({ op: 'append', file, text: goods(41, 50) });
-    await statusAt(d, 50);
-    // Long enough for a repeated warning to show: several status lines, alert ticks and saves.
-    await d.waitQuiet();
-    assert.equal(d.child.exitCode, null, 'the daemon stays up');
-    assert.equal(await d.stop(), 0);
+    const d = await restartAndWrite(runs, cfg, file);
 
     const warned = d.logs.filter((l) => l.level >= 40).map((l) => l.msg);
     const one = (re: RegExp): void => assert.equal(warned.filter((m) => re.test(m)).length, 1, `${re}: ${warned.join('\n')}`);
@@ -500,6 +512,59 @@ describe('faults: state files', () => {
     // Rebuilt from the logs: every record, once.
     assert.equal(readState(state)!.files[file]!.counters.records, 50);
     // The alert found again is not sent again: notifications.jsonl remembers it.
+    assert.equal(am.requests.length, 1);
+  });
+});
+
+describe('faults: a state file of the wrong shape', () => {
+  test('each part that does not fit is set aside with a message, the daemon starts and reads again what it lost, nothing is counted or sent twice', async () => {
+    const { runs, state, am, cfg, file } = await nanRunAlerted();
+
+    // Valid JSON of the wrong shape, part by part: a run that is a number, a negative offset,
+    // an engine that is null and alerts that are a string (each crashed a start or killed alerting).
+    const stateJson = path.join(state, 'state.json');
+    const saved = JSON.parse(readFileSync(stateJson, 'utf8')) as Record<string, unknown> & DaemonState;
+    (saved.runs as unknown[]).push(1);
+    saved.files[file]!.tail!.offset = -5;
+    (saved as Record<string, unknown>).engine = null;
+    (saved.alerting as unknown as Record<string, unknown>).alerts = 'x';
+    writeFileSync(stateJson, JSON.stringify(saved));
+
+    const d = await restartAndWrite(runs, cfg, file);
+
+    const warned = d.logs.filter((l) => l.level >= 40).map((l) => l.msg);
+    const aside = warned.filter((m) => m.includes('did not fit'));
+    assert.equal(aside.length, 1, warned.join('\n'));
+    for (const part of ['runs[1]', `files[${JSON.stringify(file)}]`, 'engine', 'alerting.alerts'])
+      assert.ok(aside[0]!.includes(part), `${part} named: ${aside[0]}`);
+    assert.ok(!warned.some((m) => m.includes('alerting tick failed')), warned.join('\n'));
+    noRepeats(d.logs);
+    const kept = readdirSync(state).find((f) => f.startsWith('state.json.set-aside-'));
+    assert.ok(kept !== undefined, 'the parts set aside are kept beside the state file');
+    const parts = JSON.parse(readFileSync(path.join(state, kept), 'utf8')) as { part: string; value: unknown }[];
+    assert.deepEqual(parts.find((p) => p.part === 'runs[1]')?.value, 1);
+    // Only what was broken (and the run whose checkpoint went): the rest of a real state fits.
+    assert.deepEqual(
+      parts.map((p) => p.part).sort(),
+      [
+        'alerting.alerts',
+        'engine',
+        `files[${JSON.stringify(file)}]`,
+        'runs[1]',
+        `runs[id=${JSON.stringify(path.join(runs, 'r1'))}]`,
+      ].sort(),
+    );
+    // The run whose checkpoint was set aside is read again from the start: every record once.
+    const now = readState(state)!;
+    assert.equal(now.files[file]!.counters.records, 50);
+    assert.equal(now.runs.length, 1);
+    assert.equal(now.runs[0]!.rounds[0]!.steps, 50);
+    // Alerting works: the finding that holds is a firing alert again.
+    assert.ok(
+      now.alerting!.alerts.some((a) => a.finding.detector === 'nonfinite-reward' && a.state === 'firing'),
+      JSON.stringify(now.alerting!.alerts),
+    );
+    // The alert found again is not sent again: the notification log remembers it.
     assert.equal(am.requests.length, 1);
   });
 });

@@ -6,7 +6,9 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Pipeline } from '../src/pipeline/pipeline.js';
 import { discover } from '../src/sources/discover.js';
-import { hasReadSections, type ReadState } from '../src/pipeline/pipeline.js';
+import type { ReadState } from '../src/pipeline/pipeline.js';
+import { fitReadState } from '../src/pipeline/state-schema.js';
+import type { SetAside } from '../src/state/file.js';
 import { loadState } from '../src/state/file.js';
 import { silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
@@ -82,7 +84,7 @@ describe('pipeline', () => {
       const text = full.get(f)!;
       appendFileSync(f, text.slice(Math.floor(text.length * 0.4)));
     }
-    const { state } = await loadState<ReadState>(statePath, hasReadSections);
+    const { state } = await loadState<ReadState>(statePath, fitReadState);
     const b = new Pipeline(opts(), state);
     await ingest(b, split);
     const c = new Pipeline(opts());
@@ -148,7 +150,7 @@ describe('pipeline', () => {
     const dir = tempDir();
     const file = path.join(dir, 'state.json');
     writeFileSync(file, '{"version": 1, "files": {');
-    const { state, problems } = await loadState<ReadState>(file, hasReadSections, Date.parse('2026-11-30T00:00:00Z'));
+    const { state, problems } = await loadState<ReadState>(file, fitReadState, Date.parse('2026-11-30T00:00:00Z'));
     assert.equal(state, null);
     assert.equal(problems.length, 1);
     assert.match(
@@ -157,8 +159,49 @@ describe('pipeline', () => {
     );
     // A complete temp file (crash between fsync and rename) wins.
     writeFileSync(file + '.tmp', JSON.stringify({ version: 1, savedAt: 'x', files: {}, runs: [] }));
-    const again = await loadState<ReadState>(file, hasReadSections);
+    const again = await loadState<ReadState>(file, fitReadState);
     assert.deepEqual(again.state, { version: 1, savedAt: 'x', files: {}, runs: [] });
+  });
+
+  test('a state of the wrong shape: each part that does not fit is set aside, with the checkpoints of a run set aside', async () => {
+    const dirs = [tempDir(), tempDir()];
+    const p = new Pipeline(opts());
+    for (const d of dirs) {
+      writeRun(d, 2, 50);
+      await ingest(p, d);
+    }
+    const saved = JSON.parse(p.statePieces().join('')) as ReadState & Record<string, unknown>;
+    await p.close();
+    const fit = (v: unknown): { state: ReadState | null; parts: string[] } => {
+      const aside: SetAside[] = [];
+      const state = fitReadState(JSON.parse(JSON.stringify(v)) as Record<string, unknown>, aside);
+      return { state, parts: aside.map((a) => a.part) };
+    };
+    // A real state fits whole.
+    assert.deepEqual(fit(saved).parts, []);
+    // A run whose rounds are not a list: it and its files' checkpoints go, the other run stays.
+    const broken = JSON.parse(JSON.stringify(saved)) as ReadState;
+    const at = broken.runs.findIndex((r) => r.id === dirs[0]);
+    (broken.runs[at] as unknown as Record<string, unknown>).rounds = 'x';
+    const a = fit(broken);
+    assert.deepEqual(a.parts, [`runs[${at}]`]);
+    assert.deepEqual(
+      a.state!.runs.map((r) => r.id),
+      [dirs[1]],
+    );
+    assert.ok(Object.values(a.state!.files).every((c) => c.place.run === dirs[1]) && Object.keys(a.state!.files).length > 0);
+    // An offset that is a string: that file's checkpoint and its run go.
+    const off = JSON.parse(JSON.stringify(saved)) as ReadState;
+    const f1 = Object.keys(off.files).find((f) => off.files[f]!.place.run === dirs[1] && off.files[f]!.tail !== null)!;
+    (off.files[f1]!.tail as unknown as Record<string, unknown>).offset = '12';
+    const b = fit(off);
+    assert.deepEqual(b.parts, [`files[${JSON.stringify(f1)}]`, `runs[id=${JSON.stringify(dirs[1])}]`]);
+    assert.deepEqual(
+      b.state!.runs.map((r) => r.id),
+      [dirs[0]],
+    );
+    // Not a state of the read path at all: unusable whole.
+    assert.equal(fit({ ...saved, runs: {} }).state, null);
   });
 
   test('a file that cannot be read is reported once per cause, survived, and read when it recovers', async () => {

@@ -2,7 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
+import type { ReadState } from '../pipeline/pipeline.js';
+import { fitReadState } from '../pipeline/state-schema.js';
 import { RunRegistry } from '../runs/registry.js';
 import { loadState } from '../state/file.js';
 import { stateLayout } from '../state/layout.js';
@@ -22,7 +23,7 @@ export function registerSummary(program: Command): void {
       const where = setup(opts, paths);
       sayWhere(where);
       const config = where.config;
-      const { state, problems } = await loadState<ReadState>(stateLayout(config.stateDir).state, hasReadSections);
+      const { state, problems } = await loadState<ReadState>(stateLayout(config.stateDir).state, fitReadState);
       for (const p of problems) process.stderr.write(`barwatch: ${p}\n`);
       if (state === null) fail(noStateHelp(config.stateDir, where.stateHow));
       const runs = RunRegistry.from(state.runs, config.stats).all();

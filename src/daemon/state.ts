@@ -7,9 +7,11 @@
  */
 import path from 'node:path';
 import type { AlertingJSON } from '../alerting/service.js';
-import { hasReadSections, type ReadState } from '../pipeline/pipeline.js';
+import { z } from 'zod';
+import type { ReadState } from '../pipeline/pipeline.js';
+import { findingSchema, fitArray, fitReadState, fitRecord, why } from '../pipeline/state-schema.js';
 import { writeAtomic } from '../state/atomic.js';
-import { loadState, type LoadedState } from '../state/file.js';
+import { loadState, type LoadedState, type SetAside } from '../state/file.js';
 import { makePrivateDir, makePrivateDirSync } from '../state/private.js';
 import { StateLock } from '../state/lock.js';
 import type { StateLayout } from '../state/layout.js';
@@ -21,8 +23,42 @@ export interface DaemonState extends ReadState {
   alerting?: AlertingJSON;
 }
 
+const alertSchema = z.looseObject({
+  key: z.string().min(1),
+  fingerprint: z.string().min(1),
+  state: z.enum(['pending', 'firing', 'resolved']),
+  finding: findingSchema,
+  activeSince: z.number(),
+  firingSince: z.number().nullable(),
+  lastHeld: z.number(),
+  resolvedAt: z.number().nullable(),
+});
+const groupSchema = z.looseObject({ nextFlush: z.number().nullable(), lastFlush: z.number().nullable(), notified: z.array(z.string()) });
+
+/**
+ * The daemon's state, each part that fits kept (see fitReadState). Alerts and notification groups
+ * set aside are rebuilt: the findings that hold fire again as new alerts, and what each channel
+ * was told comes back from the notification log (Dispatcher.reconcile).
+ */
+function fitDaemonState(v: Record<string, unknown>, aside: SetAside[]): DaemonState | null {
+  const read = fitReadState(v, aside);
+  if (read === null) return null;
+  const out: DaemonState = read;
+  if (v.alerting === undefined) return out;
+  const a = z.looseObject({ alerts: z.unknown(), groups: z.unknown() }).safeParse(v.alerting);
+  if (!a.success) {
+    aside.push({ part: 'alerting', why: why(a.error), value: v.alerting });
+    return out;
+  }
+  out.alerting = {
+    alerts: fitArray(a.data.alerts, alertSchema, 'alerting.alerts', aside) as unknown as NonNullable<DaemonState['alerting']>['alerts'],
+    groups: fitRecord(a.data.groups, groupSchema, 'alerting.groups', aside),
+  };
+  return out;
+}
+
 export function loadDaemonState(file: string, now: number): Promise<LoadedState<DaemonState>> {
-  return loadState<DaemonState>(file, hasReadSections, now);
+  return loadState<DaemonState>(file, fitDaemonState, now);
 }
 
 /** Creates the state folder when needed and reads what the last run of the daemon saved (null: start afresh). */

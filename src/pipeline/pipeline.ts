@@ -72,11 +72,6 @@ export interface ReadState extends StateEnvelope {
   retired?: Record<string, FileCounters>;
 }
 
-/** Whether a loaded state has the read path's sections (see state/file.ts loadState). */
-export function hasReadSections(v: Record<string, unknown>): boolean {
-  return typeof v.files === 'object' && v.files !== null && Array.isArray(v.runs);
-}
-
 export interface Totals {
   runs: number;
   files: number;

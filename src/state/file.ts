@@ -17,6 +17,22 @@ export interface StateEnvelope {
   savedAt: string;
 }
 
+/** A part of a state that did not fit its shape: where it was, why, and what it held. */
+export interface SetAside {
+  part: string;
+  why: string;
+  value: unknown;
+}
+
+/**
+ * Checks the sections beyond the envelope: returns the state with the parts that fit (pushing
+ * the others to `aside`), or null when nothing of it is usable.
+ */
+export type FitState<S> = (v: Record<string, unknown>, aside: SetAside[]) => S | null;
+
+/** Most parts set aside that a warning names; the file beside the state holds them all. */
+const ASIDE_NAMED = 5;
+
 export interface LoadedState<S extends StateEnvelope> {
   state: S | null;
   /** What was wrong, for a warning: files moved aside. */
@@ -45,30 +61,54 @@ async function moveAside(file: string, now: number): Promise<string> {
 }
 
 /**
- * Reads the state saved in `file`. `sections` checks the parts beyond the envelope (a state of
- * this version whose sections do not check is treated as unusable, like one that does not parse).
+ * Reads the state saved in `file`. `fit` checks the parts beyond the envelope: parts that do not
+ * fit are written beside the state file (`state.json.set-aside-<time>`, for a look) and left out
+ * with a warning, the rest is used; a state of another version, or one `fit` finds nothing usable
+ * in, is moved aside whole, like one that does not parse.
  */
-export async function loadState<S extends StateEnvelope>(
-  file: string,
-  sections: (v: Record<string, unknown>) => boolean,
-  now = Date.now(),
-): Promise<LoadedState<S>> {
-  const valid = (v: unknown): v is S =>
-    v !== null && typeof v === 'object' && (v as StateEnvelope).version === STATE_VERSION && sections(v as Record<string, unknown>);
+export async function loadState<S extends StateEnvelope>(file: string, fit: FitState<S>, now = Date.now()): Promise<LoadedState<S>> {
   const problems: string[] = [];
+  const usable = (v: unknown): { state: S; aside: SetAside[] } | null => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || (v as StateEnvelope).version !== STATE_VERSION) return null;
+    const aside: SetAside[] = [];
+    const state = fit(v as Record<string, unknown>, aside);
+    return state === null ? null : { state, aside };
+  };
   const tmp = `${file}.tmp`;
   const t = await readJson(tmp);
-  if (t.ok && valid(t.value)) {
+  const fromTmp = t.ok ? usable(t.value) : null;
+  if (fromTmp !== null) {
     await fsp.rename(tmp, file).catch(() => undefined);
-    return { state: t.value, problems };
+    return { state: fromTmp.state, problems: await setAside(file, fromTmp.aside, now, problems) };
   }
   if (!t.ok && !t.missing) problems.push(`incomplete ${tmp} ignored (${t.why})`);
   if (t.ok || !t.missing) await fsp.rm(tmp, { force: true }).catch(() => undefined);
   const m = await readJson(file);
-  if (m.ok && valid(m.value)) return { state: m.value, problems };
+  const fromFile = m.ok ? usable(m.value) : null;
+  if (fromFile !== null) return { state: fromFile.state, problems: await setAside(file, fromFile.aside, now, problems) };
   if (!m.ok && m.missing) return { state: null, problems };
   const why = m.ok ? 'not a barwatch state file of this version' : m.why;
   const dest = await moveAside(file, now);
   problems.push(`state file ${file} is unusable (${why}); moved to ${dest}; rebuilding from the logs`);
   return { state: null, problems };
+}
+
+/** Writes the parts that did not fit beside the state file, and says so in `problems`. */
+async function setAside(file: string, aside: SetAside[], now: number, problems: string[]): Promise<string[]> {
+  if (aside.length === 0) return problems;
+  const dest = `${file}.set-aside-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
+  const text = JSON.stringify(aside, null, 1);
+  const wrote = await fsp.writeFile(dest, text, { mode: 0o600, flag: 'wx' }).then(
+    () => true,
+    () => false,
+  );
+  const named = aside
+    .slice(0, ASIDE_NAMED)
+    .map((a) => `${a.part} (${a.why})`)
+    .join('; ');
+  const more = aside.length > ASIDE_NAMED ? ` and ${aside.length - ASIDE_NAMED} more` : '';
+  problems.push(
+    `state file ${file}: ${aside.length} part${aside.length === 1 ? '' : 's'} did not fit and ${aside.length === 1 ? 'was' : 'were'} left out: ${named}${more}; ${wrote ? `moved to ${dest}` : 'could not be saved beside it'}; what they held is rebuilt from the logs`,
+  );
+  return problems;
 }
