@@ -6,8 +6,9 @@
  * test/kill9.test.ts; broken configs and alias bombs: test/config.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
+  appendFileSync,
   chmodSync,
   chownSync,
   lstatSync,
@@ -25,7 +26,7 @@ import { after, describe, test } from 'node:test';
 import type { DaemonState } from '../src/daemon/state.js';
 import { Actor } from './helpers/actor.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
-import { tempDir } from './helpers/fs.js';
+import { REPO, tempDir } from './helpers/fs.js';
 import { rng } from '../src/sim/random.js';
 import { CaptureServer } from './helpers/servers.js';
 import { IS_ROOT, NOBODY, SECOND_USER_SKIP, type User } from './helpers/users.js';
@@ -567,6 +568,87 @@ describe('faults: a state file of the wrong shape', () => {
     // The alert found again is not sent again: the notification log remembers it.
     assert.equal(am.requests.length, 1);
   });
+});
+
+/** A user id that /etc/passwd does not name: a process of its own, with limits of its own (inotify's are per user). */
+function unusedUid(): number {
+  const taken = new Set(
+    readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .map((l) => Number(l.split(':')[2])),
+  );
+  let uid = 64_100;
+  while (taken.has(uid)) uid++;
+  return uid;
+}
+
+describe('faults: the inotify watch limit', () => {
+  test(
+    'a folder that meets the limit is listed at each sweep meanwhile and watched once a watch is free; said once with the sysctl, and in /healthz',
+    { skip: IS_ROOT ? false : 'needs root to run the daemon as a user of its own, whose inotify watches can all be taken' },
+    async () => {
+      const uid = unusedUid();
+      const user: User = { name: `uid ${uid}`, uid, gid: NOBODY?.gid ?? 65534 };
+      const dir = tempDir();
+      chmodSync(dir, 0o755);
+      const runs = path.join(dir, 'runs');
+      const state = path.join(dir, 'state');
+      mkdirSync(runs);
+      mkdirSync(state);
+      chownSync(state, user.uid, user.gid);
+      const cfg = path.join(dir, 'c.yaml');
+      writeFileSync(cfg, `state_dir: ${state}\nwatch: {status_interval: 200ms, sweep_interval: 500ms}\nlog: {format: json}\n`);
+      const d = new DaemonProcess([runs, '--config', cfg], { user, listen: '127.0.0.1:0' });
+      const base = await d.pageUrl();
+      await d.waitFor((l) => l.msg === 'watching');
+
+      // Another process of the same user takes every watch the kernel allows it.
+      // (A copy it can read: a checkout under /root is out of its reach.)
+      const script = path.join(dir, 'inotify-hog.py');
+      writeFileSync(script, readFileSync(path.join(REPO, 'test', 'helpers', 'inotify-hog.py')));
+      chmodSync(script, 0o644);
+      const hog = spawn('/usr/bin/python3', [script], {
+        uid: user.uid,
+        gid: user.gid,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      after(() => hog.kill('SIGKILL'));
+      await new Promise<void>((resolve, reject) => {
+        hog.stdout.setEncoding('utf8');
+        hog.stdout.on('data', (t: string) => (t.startsWith('full') ? resolve() : undefined));
+        hog.on('exit', (code) => reject(new Error(`the watch hog exited (${code}) before the quota was full`)));
+      });
+
+      // A new run folder now cannot be watched: it is read anyway, from the listings of each sweep.
+      const file = path.join(runs, 'run-new', 'outputs', 'selector_round1', 'reward_history.jsonl');
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, goods(1, 20));
+      const limit = await d.waitFor((l) => l.msg.includes('inotify watch limit'));
+      assert.match(limit.msg, /fs\.inotify\.max_user_watches=524288/);
+      await statusAt(d, 20);
+      const health = async (): Promise<{ last_error: string | null; unwatched_folders: number }> =>
+        (await (await fetch(new URL('/healthz', base))).json()) as { last_error: string | null; unwatched_folders: number };
+      const during = await health();
+      assert.ok(during.unwatched_folders >= 1, JSON.stringify(during));
+      assert.match(during.last_error ?? '', /inotify watch limit/);
+      assert.match(await (await fetch(new URL('/metrics', base))).text(), /^barwatch_unwatched_folders [1-9]/m);
+      appendFileSync(file, goods(21, 30));
+      await statusAt(d, 30);
+
+      // The watches are free again: the folders are watched at the next sweep, and an append is seen at once.
+      hog.stdin.end();
+      await new Promise((resolve) => hog.once('exit', resolve));
+      await d.waitFor((l) => l.msg === 'every folder is watched again');
+      appendFileSync(file, goods(31, 40));
+      await statusAt(d, 40);
+      const afterwards = await health();
+      assert.equal(afterwards.unwatched_folders, 0);
+      assert.equal(afterwards.last_error, null);
+      assert.equal(await d.stop(), 0);
+      assert.equal(d.logs.filter((l) => l.msg.includes('inotify watch limit')).length, 1, 'said once');
+      assert.ok(!d.logs.some((l) => l.msg.startsWith('watch error')), 'not a watch error per folder');
+    },
+  );
 });
 
 describe('faults: notifiers', () => {

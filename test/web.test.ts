@@ -20,11 +20,6 @@ const CHROMIUM = process.env['BARWATCH_CHROMIUM'] ?? '/usr/bin/chromium';
 const SKIP = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install chromium, or set BARWATCH_CHROMIUM)`;
 const XSS = '<img src=x onerror=alert(1)>';
 
-async function urlOf(d: DaemonProcess): Promise<string> {
-  const l = await d.waitFor((x) => typeof x['url'] === 'string' && x.msg.startsWith('web page at'));
-  return l['url'] as string;
-}
-
 /**
  * Every control a keyboard user must reach in the view, and the ones Tab reached, by their
  * data-key (a live update redraws the view and gives focus back by data-key).
@@ -57,7 +52,7 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
   const cfg = path.join(root, 'barwatch.yaml');
   writeFileSync(cfg, `state_dir: ${root}/state\nalerting: {group_wait: 0s}\nlog: {format: json}\n`);
   const d = new DaemonProcess([runs, '--config', cfg], { listen: '127.0.0.1:0' });
-  const base = await urlOf(d);
+  const base = await d.pageUrl();
   const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   after(() => browser.close());
   const page: Page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
@@ -286,7 +281,7 @@ describe('web API changes', () => {
     const c = path.join(dir, 'c.yaml');
     writeFileSync(c, `state_dir: ${dir}/state\nhttp: {listen: "127.0.0.1:0", expose: true, auth_token_file: token}\nlog: {format: json}\n`);
     const d = new DaemonProcess([path.join(dir, 'runs'), '--config', c], { listen: null });
-    const url = await urlOf(d);
+    const url = await d.pageUrl();
     const body = JSON.stringify({ run: '/runs/**', duration: '1h' });
     const post = (headers: Record<string, string>): Promise<Response> =>
       fetch(`${url}api/v1/silences`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
@@ -315,7 +310,7 @@ describe('web API changes', () => {
     const dir = tempDir();
     mkdirSync(path.join(dir, 'runs'));
     const d = new DaemonProcess([path.join(dir, 'runs')], { listen: '127.0.0.1:0', cwd: dir, env: { XDG_STATE_HOME: dir } });
-    const url = await urlOf(d);
+    const url = await d.pageUrl();
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
       const u = new URL(`${url}api/v1/runs`);

@@ -21,13 +21,13 @@ import { Pipeline } from '../pipeline/pipeline.js';
 import { findingSparkline } from '../report/text.js';
 import { placeFile } from '../sources/place.js';
 import { Reach } from '../sources/reach.js';
-import { startTreeWatcher } from '../sources/tree-watcher.js';
+import { startTreeWatcher, type Unwatched } from '../sources/tree-watcher.js';
 import { startWatcher, type WatchEvent, type WatchRoot } from '../sources/watcher.js';
 import { stateLayout, type StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
 import { forPeople, type Logger } from '../util/log.js';
 import { catchUp, filesUnder } from './catch-up.js';
-import { healthSnapshot, statusLine } from './health.js';
+import { healthSnapshot, limitRemedy, limitText, statusLine } from './health.js';
 import { serveWeb, type Serving } from './web.js';
 import { scheduleNightly, sendNightly } from './nightly.js';
 import { TransitionRecord } from './transitions.js';
@@ -35,6 +35,13 @@ import { ReadQueue } from './read-queue.js';
 import { planReload } from './reload.js';
 import { lockState, openState, StateSaver } from './state.js';
 import type { StateLock } from '../state/lock.js';
+
+/** The folder watcher (tree-watcher.ts) or chokidar's (watcher.ts, which has no rescan and no limits to report). */
+interface Watching {
+  close(): Promise<void>;
+  rescan?: () => Promise<void>;
+  unwatched?: () => Unwatched;
+}
 
 /** Folders of a run that `barwatch watch` follows when started in the run with no config. */
 export const DEFAULT_RUN_FOLDERS = ['outputs', 'configs', 'logs', 'debug_logs'] as const;
@@ -80,7 +87,7 @@ function followWay(poll: boolean): FollowWay {
 export class Daemon {
   private pipeline: Pipeline | null = null;
   /** chokidar when polling (watch.poll), else the folder watcher (sources/tree-watcher.ts). */
-  private watcher: { close(): Promise<void>; rescan?: () => Promise<void> } | null = null;
+  private watcher: Watching | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopping = false;
   private readonly now: () => number;
@@ -226,7 +233,7 @@ export class Daemon {
     this.status();
   }
 
-  private startWatcher(roots: WatchRoot[], reach: Reach): Promise<{ close(): Promise<void>; rescan?: () => Promise<void> }> {
+  private startWatcher(roots: WatchRoot[], reach: Reach): Promise<Watching> {
     const { watch } = this.opts.config;
     const errors = new FailureReport();
     const options = { roots, poll: watch.poll, pollIntervalMs: watch.pollIntervalMs, exclude: [this.layout.dir], reach };
@@ -235,7 +242,18 @@ export class Daemon {
       const e = err as NodeJS.ErrnoException;
       if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
     };
-    return this.way.chokidar ? startWatcher(options, onEvent, onError) : startTreeWatcher(options, onEvent, onError);
+    return this.way.chokidar
+      ? startWatcher(options, onEvent, onError)
+      : startTreeWatcher(options, onEvent, onError, (u) => this.onLimit(u));
+  }
+
+  /** Folders a limit of the machine keeps from being watched: said once when it starts, and when it ends. */
+  private onLimit(u: Unwatched): void {
+    if (u.folders === 0) {
+      this.log.info('every folder is watched again');
+      return;
+    }
+    this.log.warn({ code: u.code, folders: u.folders }, `${limitText(u)}; ${limitRemedy(u.code)}`);
   }
 
   private every(ms: number, fn: () => unknown): void {
@@ -405,6 +423,7 @@ export class Daemon {
 
   /** What /healthz and /metrics report. */
   snapshot(): HealthSnapshot {
+    const unwatched = this.watcher?.unwatched?.() ?? { folders: 0, code: null };
     return healthSnapshot({
       pipeline: this.pipeline!,
       alerting: this.alerting,
@@ -412,6 +431,8 @@ export class Daemon {
       oldestQueuedAt: this.queue.oldestQueuedAt(),
       saveError: this.saver.error,
       alertLogError: this.record.error,
+      unwatched: unwatched.folders === 0 ? null : limitText(unwatched),
+      unwatchedFolders: unwatched.folders,
       now: this.now(),
     });
   }

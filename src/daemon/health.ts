@@ -3,6 +3,7 @@ import type { Alerting } from '../alerting/service.js';
 import type { Finding } from '../detectors/types.js';
 import type { HealthSnapshot } from '../http/metrics.js';
 import type { Pipeline, Totals } from '../pipeline/pipeline.js';
+import type { Unwatched } from '../sources/tree-watcher.js';
 
 export interface HealthParts {
   pipeline: Pipeline;
@@ -12,7 +13,26 @@ export interface HealthParts {
   oldestQueuedAt: number | null;
   saveError: string | null;
   alertLogError: string | null;
+  /** Folders a limit keeps from being watched, said as limitText does, or null; and how many. */
+  unwatched: string | null;
+  unwatchedFolders: number;
   now: number;
+}
+
+/** What a limit of the machine does to the watch (see sources/tree-watcher.ts LIMITS). */
+export function limitText(u: Unwatched): string {
+  const what =
+    u.code === 'ENOSPC'
+      ? 'the inotify watch limit is reached (fs.inotify.max_user_watches)'
+      : `too many open files or inotify instances (${u.code ?? 'a limit'})`;
+  return `${what}: ${u.folders} folder${u.folders === 1 ? ' is' : 's are'} listed at each sweep instead of watched, and watched again when the limit allows`;
+}
+
+/** How to raise that limit. */
+export function limitRemedy(code: string | null): string {
+  return code === 'ENOSPC'
+    ? 'raise it: sysctl fs.inotify.max_user_watches=524288, and in a file of /etc/sysctl.d/ to keep it after a reboot'
+    : 'raise the descriptor limit (LimitNOFILE= in the systemd unit, ulimit -n elsewhere) or fs.inotify.max_user_instances';
 }
 
 export function healthSnapshot(h: HealthParts): HealthSnapshot {
@@ -32,12 +52,13 @@ export function healthSnapshot(h: HealthParts): HealthSnapshot {
     activeAlerts: h.findings.map((f) => ({ detector: f.detector, severity: f.severity })),
     sent: h.alerting?.outbox.counters.sent ?? new Map<string, number>(),
     failed: h.alerting?.outbox.counters.failed ?? new Map<string, number>(),
+    unwatchedFolders: h.unwatchedFolders,
     lastError:
       h.saveError !== null
         ? `cannot save state (${h.saveError})`
         : h.alertLogError !== null
           ? `cannot write alerts.jsonl (${h.alertLogError})`
-          : failing,
+          : (h.unwatched ?? failing),
   };
 }
 

@@ -22,6 +22,8 @@ export interface HealthSnapshot {
   sent: Map<string, number>;
   failed: Map<string, number>;
   lastError: string | null;
+  /** Folders followed without a watch because of a limit of the machine (listed at each sweep). */
+  unwatchedFolders: number;
 }
 
 /** The pipeline is stuck when a queued read has waited this long. */
@@ -91,6 +93,11 @@ export class Metrics {
     gauge('barwatch_ingest_lag_seconds', 'How long the oldest queued read has waited.', (s) => s.ingestLagSeconds);
     gauge('barwatch_outbox_depth', 'Notifications waiting in the outbox.', (s) => s.outboxDepth);
     gauge('barwatch_runs', 'Runs followed.', (s) => s.runs);
+    gauge(
+      'barwatch_unwatched_folders',
+      'Folders followed without an inotify watch because of a limit of the machine (listed at each sweep instead).',
+      (s) => s.unwatchedFolders,
+    );
     new Gauge({
       name: 'barwatch_active_alerts',
       help: 'Findings that hold now, by detector and severity.',
@@ -114,6 +121,7 @@ export class Metrics {
       ingest_lag_seconds: s.ingestLagSeconds,
       outbox_depth: s.outboxDepth,
       last_error: s.lastError,
+      unwatched_folders: s.unwatchedFolders,
     });
     return { status: stuck ? 503 : 200, body };
   }

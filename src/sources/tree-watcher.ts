@@ -14,10 +14,17 @@ import { classifyFile } from '../parsers/index.js';
 import { ignoredBy, type WatcherOptions, type WatchEvent } from './watcher.js';
 
 const ROOT_WAIT_MS = 500;
+/**
+ * Watch failures that are limits of the machine, not faults of the folder: the inotify watch quota
+ * (ENOSPC, fs.inotify.max_user_watches), the inotify instances or descriptors (EMFILE, ENFILE). Such
+ * a folder stays followed: it is listed at every rescan and watched again once a watch is free.
+ */
+const LIMITS = new Set(['ENOSPC', 'EMFILE', 'ENFILE']);
 /** Every folder is listed again at one rescan (the daemon's sweep) in this many. */
 const RELIST_EVERY = 10;
 
 interface Folder {
+  /** Null while the folder could not be watched (a limit: see LIMITS). */
   watch: FSWatcher | null;
   /** Entries followed in it: files, and folders watched in turn. */
   files: Set<string>;
@@ -27,9 +34,19 @@ interface Folder {
   again: boolean;
 }
 
+/** Folders followed without a watch because of a limit of the machine (see LIMITS), and which. */
+export interface Unwatched {
+  folders: number;
+  code: string | null;
+}
+
 export interface Following {
-  /** Looks again at roots that did not exist, and now and then lists every folder again (the daemon's sweep). */
+  /**
+   * Looks again at roots that did not exist, tries again to watch the folders a limit kept from
+   * being watched (and lists them), and now and then lists every folder again (the daemon's sweep).
+   */
   rescan(): Promise<void>;
+  unwatched(): Unwatched;
   close(): Promise<void>;
 }
 
@@ -37,8 +54,19 @@ export async function startTreeWatcher(
   opts: WatcherOptions,
   onEvent: (event: WatchEvent, file: string) => void,
   onError: (err: Error) => void,
+  /** The count of folders a limit keeps from being watched went from none to some, or back to none. */
+  onLimit: (u: Unwatched) => void = () => undefined,
 ): Promise<Following> {
   const folders = new Map<string, Folder>();
+  /** Folders followed without a watch, with the code that refused it. */
+  const limited = new Map<string, string>();
+  const noteLimit = (dir: string, code: string | null): void => {
+    const before = limited.size;
+    if (code === null) limited.delete(dir);
+    else limited.set(dir, code);
+    if ((before === 0) !== (limited.size === 0)) onLimit(unwatched());
+  };
+  const unwatched = (): Unwatched => ({ folders: limited.size, code: limited.values().next().value ?? null });
   let closed = false;
   const ignored = ignoredBy(opts, onError);
   const fail = (err: unknown, p: string): void => {
@@ -57,6 +85,7 @@ export async function startTreeWatcher(
     }
     for (const d of f.dirs) forget(d);
     opts.reach.forget(dir);
+    noteLimit(dir, null);
   };
 
   /** Lists `dir` and reports what came and went; folders new to it are watched and listed in turn. */
@@ -130,11 +159,11 @@ export async function startTreeWatcher(
     return f.scanning;
   };
 
-  /** Watches a folder (its watch first, then its listing: nothing written between the two is missed). */
-  const follow = async (dir: string): Promise<void> => {
-    if (folders.has(dir) || closed) return;
-    const f: Folder = { watch: null, files: new Set(), dirs: new Set(), scanning: null, again: false };
-    folders.set(dir, f);
+  /**
+   * Starts a folder's watch. A limit of the machine leaves it without one (listed at each rescan
+   * meanwhile); another failure stops following it.
+   */
+  const arm = (dir: string, f: Folder): boolean => {
     try {
       f.watch = fsWatch(dir, { persistent: true }, (type, name) => {
         if (closed) return;
@@ -154,13 +183,27 @@ export async function startTreeWatcher(
         if (code !== 'ENOENT' && code !== 'EPERM') fail(err, dir);
         forget(dir);
       });
+      noteLimit(dir, null);
+      return true;
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      if (LIMITS.has(code)) {
+        noteLimit(dir, code);
+        return true;
+      }
       folders.delete(dir);
+      noteLimit(dir, null);
       if (code !== 'ENOENT') fail(err, dir);
-      return;
+      return false;
     }
-    await scan(dir);
+  };
+
+  /** Watches a folder (its watch first, then its listing: nothing written between the two is missed). */
+  const follow = async (dir: string): Promise<void> => {
+    if (folders.has(dir) || closed) return;
+    const f: Folder = { watch: null, files: new Set(), dirs: new Set(), scanning: null, again: false };
+    folders.set(dir, f);
+    if (arm(dir, f)) await scan(dir);
   };
 
   const roots = opts.roots.map((r) => r.path);
@@ -199,14 +242,25 @@ export async function startTreeWatcher(
   return {
     async rescan() {
       await start();
-      if (rescans++ % RELIST_EVERY !== 0) return;
+      // A folder without a watch: watched now if a watch is free, and listed (it raised no event).
+      const bare = [...limited.keys()];
+      for (const d of bare) {
+        const f = folders.get(d);
+        if (f !== undefined && f.watch === null) arm(d, f);
+      }
+      if (rescans++ % RELIST_EVERY !== 0) {
+        await Promise.all(bare.map((d) => scan(d)));
+        return;
+      }
       await Promise.all([...folders.keys()].map((d) => scan(d)));
     },
+    unwatched,
     close() {
       closed = true;
       if (waiting !== null) clearInterval(waiting);
       for (const f of folders.values()) f.watch?.close();
       folders.clear();
+      limited.clear();
       return Promise.resolve();
     },
   };

@@ -76,6 +76,12 @@ export class DaemonProcess {
     }, timeoutMs);
   }
 
+  /** The page's address, from the line that announces it (a daemon started with --listen). */
+  async pageUrl(): Promise<string> {
+    const l = await this.waitFor((x) => typeof x['url'] === 'string' && x.msg.startsWith('web page at'));
+    return l['url'] as string;
+  }
+
   /** Sends SIGTERM and waits for the exit code. */
   async stop(): Promise<number | null> {
     this.child.kill('SIGTERM');
