@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -15,6 +16,30 @@ import { barwatch } from './helpers/cli.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { BIN, tempDir } from './helpers/fs.js';
 import { writeGrpoScenario } from './helpers/grpo-scenarios.js';
+
+/**
+ * A request with the headers given as they are: fetch() drops a Host header (the Fetch standard
+ * forbids it), so a test of another Host goes through node:http.
+ */
+function rawRequest(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; text: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: u.hostname, port: u.port, path: u.pathname, method: opts.method ?? 'GET', headers: opts.headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
 
 const CHROMIUM = process.env['BARWATCH_CHROMIUM'] ?? '/usr/bin/chromium';
 const SKIP = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install chromium, or set BARWATCH_CHROMIUM)`;
@@ -292,11 +317,25 @@ describe('web API changes', () => {
     for (const origin of ['null', 'not a url', 'http://[bad'])
       assert.equal((await post({ authorization: 'Bearer hunter2-web-token', origin })).status, 403, origin);
     assert.equal((await post({ authorization: 'Bearer hunter2-web-token' })).status, 201);
+    // The page reached by the machine's name: its changes come from the Host they are sent to.
+    const port = new URL(url).port;
+    const byName = (headers: Record<string, string>): Promise<{ status: number; text: string }> =>
+      rawRequest(`${url}api/v1/silences`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', host: `gpu-node-17:${port}`, ...headers },
+      });
+    const token = { authorization: 'Bearer hunter2-web-token' };
+    assert.equal((await byName({ ...token, origin: `http://gpu-node-17:${port}` })).status, 201);
+    assert.equal((await byName({ origin: `http://gpu-node-17:${port}` })).status, 401, 'the token still decides');
+    const proxied = await byName({ ...token, origin: 'https://barwatch.example' });
+    assert.equal(proxied.status, 403);
+    assert.match(proxied.text, /set http\.external_url/);
     // A lone % in a run's address is a bad request, not a server error.
     const badEscape = await fetch(`${url}api/v1/runs/%`);
     assert.equal(badEscape.status, 400);
     assert.match(await badEscape.text(), /a % must start an escape/);
-    const wrongHost = await fetch(`${url}api/v1/runs`, { headers: { host: 'evil.example' } });
+    const wrongHost = await rawRequest(`${url}api/v1/runs`, { headers: { host: 'evil.example' } });
     assert.equal(wrongHost.status, 200, 'exposed: any Host is answered (the token guards changes)');
     assert.equal((await fetch(`${url}api/v1/silences`, { method: 'PUT' })).status, 405);
     const page = await fetch(url);
@@ -311,16 +350,7 @@ describe('web API changes', () => {
     mkdirSync(path.join(dir, 'runs'));
     const d = new DaemonProcess([path.join(dir, 'runs')], { listen: '127.0.0.1:0', cwd: dir, env: { XDG_STATE_HOME: dir } });
     const url = await d.pageUrl();
-    const { request } = await import('node:http');
-    const status = await new Promise<number>((resolve, reject) => {
-      const u = new URL(`${url}api/v1/runs`);
-      request({ host: u.hostname, port: u.port, path: u.pathname, headers: { host: 'attacker.example' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      })
-        .on('error', reject)
-        .end();
-    });
+    const { status } = await rawRequest(`${url}api/v1/runs`, { headers: { host: 'attacker.example' } });
     assert.equal(status, 421);
     assert.equal(await d.stop(), 0);
   });

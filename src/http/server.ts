@@ -179,8 +179,13 @@ export class HttpServer {
   /** Why a change is refused, or null: another origin (CSRF), or no valid token when exposed. */
   private refuseChange(req: IncomingMessage): { status: number; message: string } | null {
     const origin = req.headers.origin;
-    if (origin !== undefined && !this.allowedHosts.has(originHost(origin))) {
-      return { status: 403, message: `changes are accepted from this page only, not from ${origin}` };
+    // Exposed, the page is reached by whatever name the network gives this machine
+    // (http://gpu-node-17:9464): a change from the page at the Host the request came to is from
+    // this page. The token still decides (a rebound name has no token).
+    const fromThisHost = this.opts.expose && origin !== undefined && originHost(origin) === (req.headers.host ?? '').toLowerCase();
+    if (origin !== undefined && !fromThisHost && !this.allowedHosts.has(originHost(origin))) {
+      const hint = this.opts.expose ? '; if the page is reached at that address through a proxy, set http.external_url to it' : '';
+      return { status: 403, message: `changes are accepted from this page only, not from ${origin}${hint}` };
     }
     if (!(req.headers['content-type'] ?? '').startsWith('application/json') && req.method === 'POST') {
       return { status: 415, message: 'send the change as application/json' };
