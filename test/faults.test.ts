@@ -18,6 +18,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  truncateSync,
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -649,6 +650,53 @@ describe('faults: the inotify watch limit', () => {
       assert.ok(!d.logs.some((l) => l.msg.startsWith('watch error')), 'not a watch error per folder');
     },
   );
+});
+
+describe('faults: huge reads', () => {
+  test('a line across a 1 GiB hole is skipped in slices: /healthz answers while it is read, live and in the catch-up at start, and the lines around it count', async () => {
+    const dir = tempDir();
+    const runs = path.join(dir, 'runs');
+    mkdirSync(runs);
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 200ms}\nlog: {format: json}\n`);
+    const d = new DaemonProcess([runs, '--config', cfg], { listen: '127.0.0.1:0' });
+    const base = await d.pageUrl();
+    await d.waitFor((l) => l.msg === 'watching');
+    // A sparse file: two good lines, then a 1 GiB hole of zero bytes (a "line" without a newline,
+    // next to nothing on disk), then a newline and good lines again.
+    const file = path.join(runs, 'r1', 'reward_history.jsonl');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, goods(1, 2));
+    truncateSync(file, statSync(file).size + 2 ** 30);
+    appendFileSync(file, '\n' + goods(3, 5));
+    // /healthz answers while the read is under way: files followed, the read still queued.
+    let during = 0;
+    while (!d.logs.some((l) => l.msg.startsWith('status:') && (l['longLines'] as number) >= 1)) {
+      const h = (await (await fetch(new URL('/healthz', base))).json()) as { files: number; ingest_lag_seconds: number };
+      if (h.files >= 1 && h.ingest_lag_seconds > 0) during++;
+      await sleep(20);
+    }
+    assert.ok(during >= 1, 'no /healthz answer came while the hole was read');
+    await statusAt(d, 5);
+    assert.equal(await d.stop(), 0);
+    assert.equal(d.logs.filter((l) => /^skipped a line of \d+ bytes/.test(l.msg)).length, 1, JSON.stringify(d.logs.map((l) => l.msg)));
+
+    // The same file as a backlog found at start (a new state folder): /healthz answers during the
+    // catch-up, and says it is one.
+    writeFileSync(cfg, `state_dir: ${dir}/state2\nwatch: {status_interval: 200ms}\nlog: {format: json}\n`);
+    const again = new DaemonProcess([runs, '--config', cfg], { listen: '127.0.0.1:0' });
+    const url = await again.pageUrl();
+    let catchingUp = 0;
+    while (!again.logs.some((l) => l.msg === 'watching')) {
+      const h = (await (await fetch(new URL('/healthz', url))).json()) as { catching_up: boolean };
+      if (h.catching_up) catchingUp++;
+      await sleep(20);
+    }
+    assert.ok(catchingUp >= 1, 'no /healthz answer came during the catch-up');
+    await statusAt(again, 5);
+    assert.equal(((await (await fetch(new URL('/healthz', url))).json()) as { catching_up: boolean }).catching_up, false);
+    assert.equal(await again.stop(), 0);
+  });
 });
 
 describe('faults: notifiers', () => {

@@ -137,6 +137,7 @@ describe('hardening: names with control characters in logs and metrics', () => {
       failed: new Map(),
       lastError: null,
       unwatchedFolders: 0,
+      catchingUp: false,
     }));
     const text = await m.registry.metrics();
     const line = text.split('\n').find((l) => l.startsWith('barwatch_parse_errors_total{'))!;

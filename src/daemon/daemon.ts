@@ -88,6 +88,8 @@ export class Daemon {
   private pipeline: Pipeline | null = null;
   /** chokidar when polling (watch.poll), else the folder watcher (sources/tree-watcher.ts). */
   private watcher: Watching | null = null;
+  /** The backlog is being read at start (see catchUp): /healthz says so. */
+  private catchingUp = false;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopping = false;
   private readonly now: () => number;
@@ -207,7 +209,11 @@ export class Daemon {
       },
       loaded,
     );
+    // The page, /healthz and /metrics answer during the catch-up (a weekend's backlog takes minutes).
+    this.web = await serveWeb(config, this.webSource(), this.events, () => this.snapshot(), this.log);
+    this.catchingUp = true;
     await catchUp(this.pipeline, this.engine, roots, reach, this.log, (t) => this.onTransitions(t));
+    this.catchingUp = false;
     for (const run of this.pipeline.registry.all()) this.settledAt.set(run.id, run.recordsRead());
     this.log.info(
       {
@@ -226,7 +232,6 @@ export class Daemon {
     this.every(config.watch.checkpointIntervalMs, () => (this.saver.due() ? this.saver.save() : undefined));
     this.every(config.watch.statusIntervalMs, () => this.status());
     this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
-    this.web = await serveWeb(config, this.webSource(), this.events, () => this.snapshot(), this.log);
     this.summaryTask = scheduleNightly(config, () => this.sendSummary(), this.log);
     void this.alertTick();
     this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
@@ -433,6 +438,7 @@ export class Daemon {
       alertLogError: this.record.error,
       unwatched: unwatched.folders === 0 ? null : limitText(unwatched),
       unwatchedFolders: unwatched.folders,
+      catchingUp: this.catchingUp,
       now: this.now(),
     });
   }

@@ -16,6 +16,7 @@ export interface HealthParts {
   /** Folders a limit keeps from being watched, said as limitText does, or null; and how many. */
   unwatched: string | null;
   unwatchedFolders: number;
+  catchingUp: boolean;
   now: number;
 }
 
@@ -53,6 +54,7 @@ export function healthSnapshot(h: HealthParts): HealthSnapshot {
     sent: h.alerting?.outbox.counters.sent ?? new Map<string, number>(),
     failed: h.alerting?.outbox.counters.failed ?? new Map<string, number>(),
     unwatchedFolders: h.unwatchedFolders,
+    catchingUp: h.catchingUp,
     lastError:
       h.saveError !== null
         ? `cannot save state (${h.saveError})`

@@ -3,6 +3,7 @@
  * file is never read twice at once and a burst of events on one file costs one read.
  */
 import type { ReadOutcome } from '../sources/tailer.js';
+import { breathe } from '../util/breathe.js';
 
 /**
  * Longer than chokidar's change-event throttle (50 ms), and than the gap between a steady
@@ -66,6 +67,8 @@ export class ReadQueue {
 
   private async work(): Promise<void> {
     while (this.queue.size > 0) {
+      // Reads of local files are synchronous: between two, /healthz, timers and signals get their turn.
+      await breathe();
       const file = this.queue.values().next().value as string;
       this.queue.delete(file);
       const out = await this.opts.read(file);

@@ -24,6 +24,8 @@ export interface HealthSnapshot {
   lastError: string | null;
   /** Folders followed without a watch because of a limit of the machine (listed at each sweep). */
   unwatchedFolders: number;
+  /** The daemon is reading the backlog it found at start. */
+  catchingUp: boolean;
 }
 
 /** The pipeline is stuck when a queued read has waited this long. */
@@ -122,6 +124,7 @@ export class Metrics {
       outbox_depth: s.outboxDepth,
       last_error: s.lastError,
       unwatched_folders: s.unwatchedFolders,
+      catching_up: s.catchingUp,
     });
     return { status: stuck ? 503 : 200, body };
   }

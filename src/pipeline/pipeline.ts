@@ -18,6 +18,7 @@ import type { DetectContext } from '../detectors/types.js';
 import { FailureReport } from '../util/failures.js';
 import path from 'node:path';
 import { firstEventStep } from '../sources/record-tailer.js';
+import { breathe } from '../util/breathe.js';
 
 /** Series names listed in a 'discovered series' log entry (a verl step line has ~70). */
 const SERIES_LOGGED = 12;
@@ -292,7 +293,7 @@ export class Pipeline {
    * same states, so a finding first holds at the same step whichever way the files were read.
    */
   async drain(file: string): Promise<void> {
-    while ((await this.read(file)) === 'more');
+    while ((await this.read(file)) === 'more') await breathe();
   }
 
   /** Before a file's first read: the rounds before it are read, and its restarted event files ordered. */
@@ -368,6 +369,7 @@ export class Pipeline {
         l.batches = [];
         l.bi = 0;
         l.ri = 0;
+        await breathe();
         const out = await this.poll(l.src.file, into(l), MERGE_BYTES);
         ended.set(l.src, out);
         if (out !== 'more') l.done = true;
