@@ -25,6 +25,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import type { DaemonState } from '../src/daemon/state.js';
+import { Journal } from '../src/state/journal.js';
 import { Actor } from './helpers/actor.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { REPO, tempDir } from './helpers/fs.js';
@@ -427,6 +428,44 @@ describe('faults: the state folder', () => {
     spawnSync('umount', [probe]);
     return false;
   })();
+
+  test(
+    'a journal line cut short by a full disk is taken back; one left torn by a crash is never merged with the next',
+    { skip: mounted },
+    () => {
+      const disk = tempDir();
+      assert.equal(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', disk]).status, 0);
+      try {
+        const journal = new Journal(path.join(disk, 'alerts.jsonl'));
+        const line = (i: number, pad: number): string =>
+          JSON.stringify({ time: new Date(0).toISOString(), i, pad: 'x'.repeat(pad) }) + '\n';
+        journal.append(line(1, 3000));
+        // The rest of the disk filled: the next line fits only partly in the file's last page.
+        spawnSync('dd', ['if=/dev/zero', `of=${path.join(disk, 'filler')}`, 'bs=4k']);
+        assert.throws(() => journal.append(line(2, 6000)), { code: 'ENOSPC' });
+        rmSync(path.join(disk, 'filler'));
+        journal.append(line(3, 10));
+        // A crash in the middle of a write leaves a line without its end: the next one starts afresh.
+        appendFileSync(journal.file, '{"time": "2026-');
+        journal.append(line(4, 10));
+        const lines = readFileSync(journal.file, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '');
+        assert.deepEqual(
+          lines.map((l) => {
+            try {
+              return (JSON.parse(l) as { i: number }).i;
+            } catch {
+              return 'torn';
+            }
+          }),
+          [1, 3, 'torn', 4],
+        );
+      } finally {
+        spawnSync('umount', ['-l', disk]);
+      }
+    },
+  );
 
   test('a full disk (ENOSPC, a 1 MiB tmpfs filled up)', { skip: mounted }, async () => {
     await unwritableState(

@@ -3,13 +3,26 @@
  * nothing in it is written or read through a symlink (a link planted in place of `state.json.tmp`
  * or `alerts.jsonl` would otherwise make barwatch overwrite or append to the link's target).
  */
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
-/** Opening for an append that never follows a symlink and creates the file private. */
-export const APPEND_NOFOLLOW = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+/** Opening for an append that never follows a symlink and creates the file private (read too: see endsWhole). */
+export const APPEND_NOFOLLOW = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
 /** Opening a new file exclusively: fails when anything, a symlink included, is in its place. */
 export const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 /** Reading a file of the state folder without following a symlink. */
@@ -59,10 +72,20 @@ export function writeAllSync(fd: number, buf: Buffer): void {
   for (let at = 0; at < buf.length;) at += writeSync(fd, buf, at, buf.length - at);
 }
 
+/** Whether the file behind `fd` (of `size` bytes) ends with a newline, or is empty. */
+function endsWhole(fd: number, size: number): boolean {
+  if (size === 0) return true;
+  const last = Buffer.alloc(1);
+  return readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === 10;
+}
+
 /**
  * Appends `text` to `file`, creating it 0600; a symlink in its place is refused (ELOOP).
  * `before` sees the open descriptor's size first and may ask for the append to go elsewhere
  * (a journal rotating): it returns true when it moved the file away and the append must reopen.
+ * The append is whole or absent: a write cut short (a full disk) is cut back to where it began,
+ * and a file left ending mid-line (by a crash) gets a newline first, so a line is never merged
+ * into the remains of another.
  */
 export function appendPrivate(file: string, text: string, before?: (size: number) => boolean): void {
   const buf = Buffer.from(text);
@@ -73,7 +96,17 @@ export function appendPrivate(file: string, text: string, before?: (size: number
       if (!st.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'ENOTFILE' });
       if (attempt === 0 && before?.(st.size) === true) continue;
       if ((st.mode & 0o777) !== PRIVATE_FILE_MODE) fchmodSync(fd, PRIVATE_FILE_MODE);
-      writeAllSync(fd, buf);
+      const whole = endsWhole(fd, st.size);
+      try {
+        writeAllSync(fd, whole ? buf : Buffer.concat([Buffer.from('\n'), buf]));
+      } catch (err) {
+        try {
+          ftruncateSync(fd, st.size);
+        } catch {
+          // Nothing more to do: the next append starts with a newline (see endsWhole).
+        }
+        throw err;
+      }
       return;
     } finally {
       closeSync(fd);
