@@ -809,6 +809,40 @@ describe('faults: notifiers', () => {
   });
 });
 
+describe('faults: one channel never holds up another', () => {
+  test('a Slack that never answers does not delay Alertmanager; an endless answer is read to a bound and counts as delivered', async () => {
+    const { dir, runs, state } = workspace();
+    const slack = await new CaptureServer().start();
+    after(() => slack.stop());
+    // The first post hangs until the client's timeout; the next gets 200 with a body that never ends.
+    slack.respond = (_req, n) => (n === 1 ? 'hang' : { status: 200, endless: true });
+    const am = await new CaptureServer().start();
+    after(() => am.stop());
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${state}\nwatch: {status_interval: 200ms}\nalerting: {group_wait: 0s}\nnotify:\n  timeout: 5s\n  slack: {webhook_url: "${slack.url}/services/T0/B0/SECRET"}\n  alertmanager: {url: "${am.url}"}\nlog: {format: json}\n`,
+    );
+    const file = path.join(runs, 'r1', 'outputs', 'selector_round1', 'reward_history.jsonl');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, nanRun());
+    const d = new DaemonProcess([runs, '--config', cfg], AS !== undefined ? { user: AS } : {});
+    await d.waitFor((l) => l.msg.startsWith('sent to alertmanager'), 20_000);
+    assert.ok(slack.requests.length >= 1, 'Slack was posted to first or alongside');
+    assert.ok(
+      !d.logs.some((l) => l.msg.startsWith('cannot send to slack')),
+      'Alertmanager got its alert while the Slack post still hung (before its timeout)',
+    );
+    // Slack's retry gets an endless 200: read up to the bound, then delivered.
+    await d.waitFor((l) => l.msg.startsWith('sent to slack'), 30_000);
+    assert.equal(await d.stop(), 0);
+    assert.equal(slack.endlessWritten.length, 1, 'the endless answer was cut off by the client');
+    assert.ok(slack.endlessWritten[0]! < 64 << 20, `${slack.endlessWritten[0]} bytes written before the client left`);
+    assert.equal(d.logs.filter((l) => l.msg.startsWith('sent to slack')).length, 1);
+    assert.equal(am.requests.length, 1);
+  });
+});
+
 describe('faults: many files', () => {
   test('10,000 empty files (2,500 runs of four): followed without complaint; a write to one is read', async () => {
     const { dir, runs, state } = workspace();

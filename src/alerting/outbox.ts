@@ -281,38 +281,48 @@ export class Outbox {
 
   private async pumpOnce(): Promise<void> {
     const order = [...this.entries.values()].sort((a, b) => a.notification.createdAt.localeCompare(b.notification.createdAt));
-    const blocked = new Set<string>();
+    const byChannel = new Map<string, Entry[]>();
     for (const e of order) {
+      const list = byChannel.get(e.notification.channel) ?? [];
+      list.push(e);
+      byChannel.set(e.notification.channel, list);
+    }
+    // Channels send side by side: one that hangs until its timeout holds up only its own queue.
+    await Promise.all([...byChannel].map(([channel, list]) => this.pumpChannel(channel, list)));
+  }
+
+  /** Sends one channel's due notifications, oldest first, until one fails (then the channel backs off). */
+  private async pumpChannel(channel: string, list: Entry[]): Promise<void> {
+    const ch = this.channels.get(channel) ?? { failures: 0, nextAttempt: 0, logged: null };
+    this.channels.set(channel, ch);
+    for (const e of list) {
       const n = e.notification;
       const now = this.now();
-      const ch = this.channels.get(n.channel) ?? { failures: 0, nextAttempt: 0, logged: null };
-      this.channels.set(n.channel, ch);
-      if (blocked.has(n.channel) || ch.nextAttempt > now || e.nextAttempt > now) continue;
-      const notifier = this.notifiers.get(n.channel);
+      if (ch.nextAttempt > now) return;
+      // Dropped meanwhile (a newer refresh), or not due yet.
+      if (!this.entries.has(n.id) || e.nextAttempt > now) continue;
+      const notifier = this.notifiers.get(channel);
       if (notifier === undefined) {
-        await this.fail(e, `channel ${n.channel} is no longer configured`);
+        await this.fail(e, `channel ${channel} is no longer configured`);
         continue;
       }
       e.attempts++;
       const r = await notifier.send(n);
-      const log = this.log.child({ notifier: n.channel, group: n.group });
+      const log = this.log.child({ notifier: channel, group: n.group });
       if (r.ok) {
         await this.delivered(e);
-        if (ch.logged !== null) log.info({ attempts: e.attempts }, `${n.channel} accepts notifications again`);
+        if (ch.logged !== null) log.info({ attempts: e.attempts }, `${channel} accepts notifications again`);
         ch.failures = 0;
         ch.nextAttempt = 0;
         ch.logged = null;
         log[n.refresh === true ? 'debug' : 'info'](
           { id: n.id, reason: n.reason, alerts: n.alerts.length, attempts: e.attempts },
-          `sent to ${n.channel}: ${n.reason}`,
+          `sent to ${channel}: ${n.reason}`,
         );
         continue;
       }
       if (!r.retry) {
-        log.error(
-          { id: n.id, attempts: e.attempts },
-          `${n.channel} refused a notification: ${r.error}; not retried, kept in outbox/failed`,
-        );
+        log.error({ id: n.id, attempts: e.attempts }, `${channel} refused a notification: ${r.error}; not retried, kept in outbox/failed`);
         await this.fail(e, r.error);
         continue;
       }
@@ -322,15 +332,15 @@ export class Outbox {
       e.nextAttempt = ch.nextAttempt;
       e.lastError = r.error;
       this.note(e, 'retrying');
-      blocked.add(n.channel);
       if (ch.logged !== r.error) {
         log.warn(
           { id: n.id, attempts: e.attempts, retryInMs: wait, queued: this.entries.size },
-          `cannot send to ${n.channel}: ${r.error}; retrying with backoff`,
+          `cannot send to ${channel}: ${r.error}; retrying with backoff`,
         );
         ch.logged = r.error;
       }
       await this.disk('update a queued notification', () => this.write(path.join(this.dir, `${n.id}.json`), e));
+      return;
     }
   }
 

@@ -8,6 +8,35 @@ export interface Notifier extends Channel, SummaryChannel {
   sendSummary?(s: Summary): Promise<SendResult>;
 }
 
+/** How much of a channel's answer is read: Slack says "ok", Alertmanager nothing; the rest is dropped unread. */
+export const MAX_ANSWER_BYTES = 64 << 10;
+
+/**
+ * The answer with its body cut to MAX_ANSWER_BYTES: the stream is read up to the bound and then
+ * cancelled, so an endless or huge answer (1.5 GB took the daemon to 3 GB on every retry) costs
+ * at most that much memory and ends the request.
+ */
+export async function boundedAnswer(res: Response, max = MAX_ANSWER_BYTES): Promise<Response> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = (res.body as ReadableStream<Uint8Array> | null)?.getReader();
+  if (reader !== undefined) {
+    try {
+      while (size < max) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks.push(value.subarray(0, max - size));
+        size += value.length;
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+  }
+  // A status without a body (204, 304) takes none.
+  const empty = res.status === 204 || res.status === 304 || (res.status >= 100 && res.status < 200);
+  return new Response(empty ? null : Buffer.concat(chunks), { status: res.status, statusText: res.statusText, headers: res.headers });
+}
+
 /** Retry-After as seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
 export function retryAfterMs(value: string | null | undefined, now = Date.now()): number | undefined {
   if (value === null || value === undefined || value.trim() === '') return undefined;

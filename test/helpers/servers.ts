@@ -13,8 +13,14 @@ export interface Captured {
   authorization?: string;
 }
 
-/** An answer, or 'hang': hold the request open without answering (a timeout on the client). */
-export type Responder = (req: Captured, n: number) => { status: number; body?: string; headers?: Record<string, string> } | 'hang';
+/**
+ * An answer, or 'hang': hold the request open without answering (a timeout on the client).
+ * `endless`: the body never ends (chunks written until the client goes away).
+ */
+export type Responder = (
+  req: Captured,
+  n: number,
+) => { status: number; body?: string; headers?: Record<string, string>; endless?: boolean } | 'hang';
 
 /** An HTTP server that records every request and answers as `respond` says (default 200 "ok"). */
 export class CaptureServer {
@@ -22,6 +28,8 @@ export class CaptureServer {
   respond: Responder = () => ({ status: 200, body: 'ok' });
   private server: Server | null = null;
   url = '';
+  /** Bytes of endless answers written before each client went away. */
+  readonly endlessWritten: number[] = [];
 
   /** Listens on `port` (0: any free port). */
   async start(port = 0): Promise<this> {
@@ -42,6 +50,17 @@ export class CaptureServer {
         const r = this.respond(cap, this.requests.length);
         if (r === 'hang') return;
         res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
+        if (r.endless === true) {
+          const chunk = Buffer.alloc(64 << 10, 'ok ');
+          let written = 0;
+          const more = (): void => {
+            while (!res.destroyed && res.write(chunk)) written += chunk.length;
+          };
+          res.on('drain', more);
+          res.on('close', () => this.endlessWritten.push(written));
+          more();
+          return;
+        }
         res.end(r.body ?? '');
       });
     });

@@ -5,7 +5,7 @@
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
 import { keyEvidence } from '../render.js';
-import { causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
+import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 
 export interface AlertmanagerOptions {
   /** The Alertmanager's base URL, without credentials; a path prefix (`http://host/am`) is kept. */
@@ -108,7 +108,7 @@ export function createAlertmanagerNotifier(opts: AlertmanagerOptions): Notifier 
           // without the alerts, the target's 200 would read as delivered, and nothing would arrive.
           redirect: 'manual',
         });
-        await res.arrayBuffer().catch(() => undefined);
+        await boundedAnswer(res).catch(() => undefined);
         if (res.status >= 300 && res.status < 400) return { ok: false, retry: false, error: redirected(where, endpoint, res) };
         const r = classifyStatus(res.status, retryAfterMs(res.headers.get('retry-after')));
         if (r.ok) return r;

@@ -8,7 +8,7 @@ import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../config/secret.js';
 import type { Summary } from '../../summary/build.js';
 import { escapeSlack, keyEvidence, messageOf, plainText, title } from '../render.js';
-import { causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
+import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 import { where } from '../../util/format.js';
 
 export interface SlackOptions {
@@ -100,11 +100,12 @@ export function slackPayload(n: Notification): { text: string; blocks: Block[] }
 
 export function createSlackNotifier(opts: SlackOptions): Notifier {
   let retryAfter: string | null = null;
-  // Wraps fetch to read Retry-After, which the webhook client does not expose.
+  // Wraps fetch to read Retry-After, which the webhook client does not expose, and to read at
+  // most MAX_ANSWER_BYTES of the answer.
   const fetchFn: FetchFunction = async (url, init) => {
     const res = await fetch(url, init);
     retryAfter = res.headers.get('retry-after');
-    return res;
+    return boundedAnswer(res);
   };
   const where = endpointOf(opts.webhookUrl.reveal());
   const hook = new IncomingWebhook(opts.webhookUrl.reveal(), { fetch: fetchFn, timeout: opts.timeoutMs ?? 10_000 });
