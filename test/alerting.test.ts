@@ -291,7 +291,7 @@ describe('the outbox against a real HTTP server (Alertmanager API)', () => {
     await srv.stop();
   });
 
-  test('a Retry-After of 999,999,999 s is honoured for an hour at most', async () => {
+  test('a Retry-After of 999,999,999 s is honoured for an hour at most, and the channel is shown waiting', async () => {
     const srv = await new CaptureServer().start();
     const clock = new FakeClock();
     const times: number[] = [];
@@ -303,8 +303,17 @@ describe('the outbox against a real HTTP server (Alertmanager API)', () => {
     const f = finding('/runs/a', 'low-rollouts', null, null);
     for (let i = 0; i < 70; i++) {
       await a.tick([f]);
+      // The channel waiting says so (what /healthz shows as channels_waiting), with the error.
+      if (i === 1) {
+        const waiting = a.outbox.backingOff();
+        assert.equal(waiting.length, 1);
+        assert.equal(waiting[0]!.channel, 'alertmanager');
+        assert.ok(waiting[0]!.retryAt - clock.now() <= 60 * M && waiting[0]!.retryAt > clock.now(), JSON.stringify(waiting));
+        assert.match(waiting[0]!.error ?? '', /429/);
+      }
       clock.advance(1 * M);
     }
+    assert.deepEqual(a.outbox.backingOff(), [], 'delivered: no channel waits');
     assert.equal(srv.requests.length, 2, 'retried within the hour');
     assert.ok(times[1]! - times[0]! <= 61 * M, `retried after ${(times[1]! - times[0]!) / M} min`);
     await srv.stop();

@@ -138,6 +138,7 @@ describe('hardening: names with control characters in logs and metrics', () => {
       lastError: null,
       unwatchedFolders: 0,
       catchingUp: false,
+      backingOff: [],
     }));
     const text = await m.registry.metrics();
     const line = text.split('\n').find((l) => l.startsWith('barwatch_parse_errors_total{'))!;

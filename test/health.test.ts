@@ -24,7 +24,17 @@ test('/healthz says ok with the counts; /metrics has barwatch metrics in Prometh
   assert.ok((body['ingest_lag_seconds'] as number) < 5, JSON.stringify(body));
   assert.deepEqual(
     { ...body, ingest_lag_seconds: 0 },
-    { status: 'ok', runs: 1, files: 1, ingest_lag_seconds: 0, outbox_depth: 0, last_error: null, unwatched_folders: 0, catching_up: false },
+    {
+      status: 'ok',
+      runs: 1,
+      files: 1,
+      ingest_lag_seconds: 0,
+      outbox_depth: 0,
+      last_error: null,
+      unwatched_folders: 0,
+      catching_up: false,
+      channels_waiting: [],
+    },
   );
   const m = await (await fetch(`${base}/metrics`)).text();
   assert.match(m, /^barwatch_lines_read_total 3$/m);

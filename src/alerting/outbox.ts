@@ -344,6 +344,14 @@ export class Outbox {
     }
   }
 
+  /** Channels waiting to try again after a failure: until when, and the error that made them wait. */
+  backingOff(): { channel: string; retryAt: number; error: string | null }[] {
+    const now = this.now();
+    return [...this.channels]
+      .filter(([, ch]) => ch.nextAttempt > now)
+      .map(([channel, ch]) => ({ channel, retryAt: ch.nextAttempt, error: ch.logged }));
+  }
+
   /** Each group's latest delivery status per channel. */
   deliveries(): DeliveryStatus[] {
     return [...this.statuses.values()];

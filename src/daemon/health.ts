@@ -55,6 +55,7 @@ export function healthSnapshot(h: HealthParts): HealthSnapshot {
     failed: h.alerting?.outbox.counters.failed ?? new Map<string, number>(),
     unwatchedFolders: h.unwatchedFolders,
     catchingUp: h.catchingUp,
+    backingOff: h.alerting?.outbox.backingOff() ?? [],
     lastError:
       h.saveError !== null
         ? `cannot save state (${h.saveError})`

@@ -26,6 +26,8 @@ export interface HealthSnapshot {
   unwatchedFolders: number;
   /** The daemon is reading the backlog it found at start. */
   catchingUp: boolean;
+  /** Channels waiting to try again after a failure (a Retry-After, a backoff). */
+  backingOff: { channel: string; retryAt: number; error: string | null }[];
 }
 
 /** The pipeline is stuck when a queued read has waited this long. */
@@ -125,6 +127,11 @@ export class Metrics {
       last_error: s.lastError,
       unwatched_folders: s.unwatchedFolders,
       catching_up: s.catchingUp,
+      channels_waiting: s.backingOff.map((b) => ({
+        channel: b.channel,
+        retry_at: new Date(b.retryAt).toISOString(),
+        error: b.error,
+      })),
     });
     return { status: stuck ? 503 : 200, body };
   }
