@@ -1,7 +1,7 @@
 /** `barwatch watch` as a real process, with a real writer process appending while it runs. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { DaemonState } from '../src/daemon/state.js';
@@ -238,6 +238,28 @@ describe('barwatch watch: SIGHUP', () => {
       'firing:nonfinite-reward',
       'resolved:low-rollouts',
     ]);
+  });
+});
+
+describe('barwatch watch: SIGHUP with a FIFO as the config', () => {
+  test('the FIFO is refused at once as not a regular file; the daemon does not wait for a writer', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'runs'));
+    const cfg = config(dir);
+    const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
+    await d.waitFor((l) => l.msg === 'watching');
+    rmSync(cfg);
+    assert.equal(spawnSync('mkfifo', [cfg]).status, 0);
+    d.child.kill('SIGHUP');
+    await d.waitFor((l) => l.msg === 'SIGHUP: new configuration refused; the running one stays');
+    assert.ok(
+      d.logs.some((l) => l.msg.includes('not a regular file')),
+      JSON.stringify(d.logs.map((l) => l.msg)),
+    );
+    // Still at work: status lines go on.
+    const from = d.logs.length;
+    await d.waitFor((l) => d.logs.indexOf(l) >= from && l.msg.startsWith('status:'));
+    assert.equal(await d.stop(), 0);
   });
 });
 

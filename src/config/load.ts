@@ -3,7 +3,7 @@
  * span keys, relative paths resolved against the config file, durations into milliseconds and
  * secrets from `*_file` or the environment. Every problem names the file and the key path.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
 import cron from 'node-cron';
@@ -83,12 +83,26 @@ export interface LoadOptions {
 
 const DEFAULTS_NAME = '<defaults>';
 
+/**
+ * Reads a config or secret file without blocking: opened non-blocking and read only when it is a
+ * regular file (a FIFO given as the config froze the daemon at SIGHUP until a writer came).
+ */
+function readRegularFile(file: string): string {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'not a regular file' });
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export function loadConfig(file: string | null, opts: LoadOptions = {}): Config {
   if (file === null) return resolveConfig(null, {}, opts);
   const abs = path.resolve(opts.cwd ?? process.cwd(), file);
   let text: string;
   try {
-    text = readFileSync(abs, 'utf8');
+    text = readRegularFile(abs);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new ConfigError([{ file: abs, key: '', message: `cannot read the file (${code})` }]);
@@ -207,7 +221,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
 function readSecretFile(r: Resolving, key: string, p: string): Secret | undefined {
   const where = r.abs(p);
   try {
-    const v = readFileSync(where, 'utf8').trim();
+    const v = readRegularFile(where).trim();
     if (v === '') {
       r.problems.push({ file: r.name, key, message: `the file ${where} is empty` });
       return undefined;
