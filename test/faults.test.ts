@@ -21,6 +21,7 @@ import {
   truncateSync,
   writeFileSync,
 } from 'node:fs';
+import { request, type ClientRequest } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
@@ -841,6 +842,65 @@ describe('faults: one channel never holds up another', () => {
     assert.equal(d.logs.filter((l) => l.msg.startsWith('sent to slack')).length, 1);
     assert.equal(am.requests.length, 1);
   });
+});
+
+describe('faults: descriptors', () => {
+  const HAVE_PRLIMIT = spawnSync('prlimit', ['--version']).status === 0;
+  test(
+    'under a limit of 120 descriptors, 150 idle event streams get a capped share: /healthz answers and a new run is read while they hold',
+    { skip: HAVE_PRLIMIT ? false : 'prlimit (util-linux) is not installed' },
+    async () => {
+      const dir = tempDir();
+      const runs = path.join(dir, 'runs');
+      mkdirSync(runs);
+      const cfg = path.join(dir, 'c.yaml');
+      writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 200ms, sweep_interval: 500ms}\nlog: {format: json}\n`);
+      const d = new DaemonProcess([runs, '--config', cfg], { listen: '127.0.0.1:0', under: ['prlimit', '--nofile=120:120'] });
+      const base = new URL(await d.pageUrl());
+      await d.waitFor((l) => l.msg === 'watching');
+      // Idle live pages: each holds a connection open; they are let go at the end.
+      const held: ClientRequest[] = [];
+      after(() => held.forEach((r) => r.destroy()));
+      const statuses: (number | string)[] = [];
+      for (let i = 0; i < 150; i++) {
+        statuses.push(
+          await new Promise<number | string>((resolve) => {
+            const req = request({ host: base.hostname, port: base.port, path: '/api/v1/events', agent: false }, (res) => {
+              // A page told to wait reads the answer and goes (as EventSource does, to retry later).
+              if (res.statusCode !== 200) res.resume();
+              resolve(res.statusCode ?? 0);
+            });
+            req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+            req.end();
+            held.push(req);
+          }),
+        );
+      }
+      const open = statuses.filter((s) => s === 200).length;
+      assert.ok(open >= 1 && open <= 30, `event streams accepted: ${open} (${JSON.stringify(statuses)})`);
+      assert.ok(
+        statuses.some((s) => s === 503),
+        'a stream past the cap is told why',
+      );
+      // While they hold: /healthz answers, and a new run is found and read.
+      const file = path.join(runs, 'r-new', 'reward_history.jsonl');
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, goods(1, 10));
+      await statusAt(d, 10);
+      const h = await new Promise<number | string>((resolve) => {
+        const req = request({ host: base.hostname, port: base.port, path: '/healthz', agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+        req.end();
+      });
+      assert.equal(h, 200);
+      held.forEach((r) => r.destroy());
+      assert.equal(await d.stop(), 0);
+      assert.ok(!d.logs.some((l) => l.msg.includes('EMFILE')), 'no read or watch ran out of descriptors');
+    },
+  );
 });
 
 describe('faults: many files', () => {

@@ -10,6 +10,7 @@ import type { Config } from '../config/load.js';
 import { DetectorEngine, type Transition } from '../detectors/engine.js';
 import type { Finding } from '../detectors/types.js';
 import { EventHub } from '../http/events.js';
+import { connectionCaps } from '../http/limits.js';
 import type { HealthSnapshot } from '../http/metrics.js';
 import type { WebSource } from '../http/source.js';
 import { SilenceStore } from '../alerting/silences.js';
@@ -107,7 +108,9 @@ export class Daemon {
   private web: Serving | null = null;
   private lock: StateLock | null = null;
   /** What changed, for open web pages. */
-  readonly events = new EventHub();
+  /** The HTTP server's share of the descriptors (see http/limits.ts). */
+  private readonly caps = connectionCaps();
+  readonly events = new EventHub(this.caps.streams);
   /** A fingerprint of the alerts' states after the last tick: a change is news for open pages. */
   private alertsMark = '';
   private notifierList: Notifier[] = [];
@@ -210,7 +213,7 @@ export class Daemon {
       loaded,
     );
     // The page, /healthz and /metrics answer during the catch-up (a weekend's backlog takes minutes).
-    this.web = await serveWeb(config, this.webSource(), this.events, () => this.snapshot(), this.log);
+    this.web = await serveWeb(config, this.webSource(), this.events, () => this.snapshot(), this.log, this.caps);
     this.catchingUp = true;
     await catchUp(this.pipeline, this.engine, roots, reach, this.log, (t) => this.onTransitions(t));
     this.catchingUp = false;

@@ -26,7 +26,7 @@ export function limitText(u: Unwatched): string {
     u.code === 'ENOSPC'
       ? 'the inotify watch limit is reached (fs.inotify.max_user_watches)'
       : `too many open files or inotify instances (${u.code ?? 'a limit'})`;
-  return `${what}: ${u.folders} folder${u.folders === 1 ? ' is' : 's are'} listed at each sweep instead of watched, and watched again when the limit allows`;
+  return `${what}: ${u.folders} folder${u.folders === 1 ? ' is' : 's are'} listed at each sweep until the limit allows watching ${u.folders === 1 ? 'it' : 'them'} again`;
 }
 
 /** How to raise that limit. */

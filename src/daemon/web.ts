@@ -6,6 +6,7 @@
 import { isLoopback, type Config } from '../config/load.js';
 import type { EventHub } from '../http/events.js';
 import { Metrics, type HealthSnapshot } from '../http/metrics.js';
+import { connectionCaps, type ConnectionCaps } from '../http/limits.js';
 import type { HttpServer } from '../http/server.js';
 import type { WebSource } from '../http/source.js';
 import { buildWebServer } from '../http/web.js';
@@ -23,6 +24,7 @@ export async function serveWeb(
   events: EventHub,
   snapshot: () => HealthSnapshot,
   log: Logger,
+  caps: ConnectionCaps = connectionCaps(),
 ): Promise<Serving | null> {
   const listen = config.http.listen;
   if (listen === undefined) return null;
@@ -32,6 +34,7 @@ export async function serveWeb(
       host: listen.host,
       port: listen.port,
       expose: config.http.expose,
+      maxConnections: caps.connections,
       ...(config.http.externalUrl !== undefined ? { externalUrl: config.http.externalUrl } : {}),
       ...(token !== undefined ? { token: () => token.reveal() } : {}),
     },

@@ -4,7 +4,7 @@
  * RUN_EVERY_MS; a comment line every 15 s keeps proxies from closing an idle stream.
  */
 import type { ServerResponse } from 'node:http';
-import type { Route } from './server.js';
+import { sendError, type Route } from './server.js';
 
 const RUN_EVERY_MS = 500;
 const KEEPALIVE_MS = 15_000;
@@ -15,7 +15,8 @@ export class EventHub {
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly keepalive: NodeJS.Timeout;
 
-  constructor() {
+  /** `maxClients`: event streams held at once; one more is answered 503 (see limits.ts). */
+  constructor(private readonly maxClients = Infinity) {
     this.keepalive = setInterval(() => this.write(': keepalive\n\n'), KEEPALIVE_MS);
     this.keepalive.unref();
   }
@@ -60,6 +61,13 @@ export class EventHub {
       method: 'GET',
       path: /^\/api\/v1\/events$/,
       handle: (req, res) => {
+        if (this.clients.size >= this.maxClients) {
+          // The connection is closed with the answer: a page told to wait must not hold a descriptor.
+          sendError(res, 503, `${this.clients.size} pages are open and live already; close some (or reload this one later)`, {
+            connection: 'close',
+          });
+          return;
+        }
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
         res.write(': connected\n\n');
         this.clients.add(res);

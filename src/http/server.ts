@@ -32,6 +32,8 @@ export interface ServerOptions {
   externalUrl?: string;
   /** The value changes must carry in `Authorization: Bearer ...` when exposed. */
   token?: () => string;
+  /** Connections accepted at once (see limits.ts); more are closed as they come. */
+  maxConnections?: number;
 }
 
 /** The page's own files: `web/` at the top of the package. */
@@ -117,6 +119,7 @@ export class HttpServer {
         else res.end();
       });
     });
+    if (this.opts.maxConnections !== undefined) this.server.maxConnections = this.opts.maxConnections;
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(this.opts.port, this.opts.host, () => resolve());

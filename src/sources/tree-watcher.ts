@@ -94,11 +94,14 @@ export async function startTreeWatcher(
     try {
       entries = await fsp.readdir(dir, { withFileTypes: true });
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
+      const code = (err as NodeJS.ErrnoException).code ?? '';
       if (code === 'ENOENT' || code === 'ENOTDIR') forget(dir);
+      // Out of descriptors: listed again at each rescan until a listing goes through.
+      else if (LIMITS.has(code)) noteLimit(dir, code);
       else fail(err, dir);
       return;
     }
+    if (f.watch !== null) noteLimit(dir, null);
     const files = new Set<string>();
     const dirs = new Set<string>();
     for (const e of entries) {
@@ -242,7 +245,8 @@ export async function startTreeWatcher(
   return {
     async rescan() {
       await start();
-      // A folder without a watch: watched now if a watch is free, and listed (it raised no event).
+      // A folder without a watch or whose listing failed: watched now if a watch is free, and
+      // listed (it raised no event).
       const bare = [...limited.keys()];
       for (const d of bare) {
         const f = folders.get(d);

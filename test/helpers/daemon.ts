@@ -21,9 +21,21 @@ export class DaemonProcess {
    * `listen` is passed as --listen: off by default, so daemons of tests running side by side do
    * not compete for the page's port; null leaves http.listen to the config.
    */
-  constructor(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; user?: User; listen?: string | null } = {}) {
+  constructor(
+    args: string[],
+    opts: {
+      cwd?: string;
+      env?: NodeJS.ProcessEnv;
+      user?: User;
+      listen?: string | null;
+      /** A command the daemon runs under, which execs it (`prlimit --nofile=120:120`). */
+      under?: string[];
+    } = {},
+  ) {
     const listen = opts.listen === undefined ? ['--listen', 'off'] : opts.listen === null ? [] : ['--listen', opts.listen];
-    this.child = spawn(process.execPath, [binFor(opts.user), 'watch', ...args, ...listen], {
+    const argv = [process.execPath, binFor(opts.user), 'watch', ...args, ...listen];
+    const [cmd, ...rest] = [...(opts.under ?? []), ...argv];
+    this.child = spawn(cmd!, rest, {
       cwd: opts.cwd,
       ...(opts.user !== undefined ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
       env: { ...process.env, ...opts.env },
