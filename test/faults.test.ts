@@ -31,7 +31,7 @@ import { Actor } from './helpers/actor.js';
 import { DaemonProcess, type LogLine } from './helpers/daemon.js';
 import { REPO, tempDir } from './helpers/fs.js';
 import { rng } from '../src/sim/random.js';
-import { CaptureServer } from './helpers/servers.js';
+import { CaptureServer, rawRequest } from './helpers/servers.js';
 import { IS_ROOT, NOBODY, SECOND_USER_SKIP, type User } from './helpers/users.js';
 
 /** Root reads everything: running as root, the daemon runs as `nobody` so permissions apply to it. */
@@ -887,15 +887,7 @@ describe('faults: descriptors', () => {
       mkdirSync(path.dirname(file), { recursive: true });
       writeFileSync(file, goods(1, 10));
       await statusAt(d, 10);
-      const h = await new Promise<number | string>((resolve) => {
-        const req = request({ host: base.hostname, port: base.port, path: '/healthz', agent: false }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
-        req.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
-        req.end();
-      });
-      assert.equal(h, 200);
+      assert.equal((await rawRequest(new URL('/healthz', base).href)).status, 200);
       held.forEach((r) => r.destroy());
       assert.equal(await d.stop(), 0);
       assert.ok(!d.logs.some((l) => l.msg.includes('EMFILE')), 'no read or watch ran out of descriptors');

@@ -7,39 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { request } from 'node:http';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { barwatch } from './helpers/cli.js';
 import { DaemonProcess } from './helpers/daemon.js';
+import { rawRequest } from './helpers/servers.js';
 import { BIN, tempDir } from './helpers/fs.js';
 import { writeGrpoScenario } from './helpers/grpo-scenarios.js';
-
-/**
- * A request with the headers given as they are: fetch() drops a Host header (the Fetch standard
- * forbids it), so a test of another Host goes through node:http.
- */
-function rawRequest(
-  url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; text: string }> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: u.hostname, port: u.port, path: u.pathname, method: opts.method ?? 'GET', headers: opts.headers },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
 
 const CHROMIUM = process.env['BARWATCH_CHROMIUM'] ?? '/usr/bin/chromium';
 const SKIP = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install chromium, or set BARWATCH_CHROMIUM)`;

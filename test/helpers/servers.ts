@@ -1,5 +1,5 @@
 /** Real servers on loopback for the notifier tests: an HTTP capture server and an SMTP server. */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
@@ -11,6 +11,31 @@ export interface Captured {
   json: unknown;
   /** The Authorization header, when one was sent. */
   authorization?: string;
+}
+
+/**
+ * A request with the headers given as they are: fetch() drops a Host header (the Fetch standard
+ * forbids it), so a test of another Host goes through node:http. A connection of its own each
+ * time (no agent): it holds nothing open after the answer.
+ */
+export function rawRequest(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; text: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: u.hostname, port: u.port, path: u.pathname, method: opts.method ?? 'GET', headers: opts.headers, agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(opts.body);
+  });
 }
 
 /**
