@@ -290,6 +290,45 @@ describe('engine', () => {
     assert.equal(calls, after);
   });
 
+  test("a decisive evaluation while the trainer pauses leaves the step-driven schedule as it was: judged at analyze's records", () => {
+    const judgedAt = (pauses: number[]): number[] => {
+      const at: number[] = [];
+      const counting: Detector = {
+        id: 'generator-regression',
+        description: 'test',
+        cleared: 'test',
+        defaults: { enabled: true, severity: 'warning' },
+        every: () => 8,
+        scope: 'run',
+        detect: (r) => {
+          at.push(r.recordsRead());
+          return [];
+        },
+      };
+      const engine = new DetectorEngine({}, [counting]);
+      const run = new RunState('/runs/r', DEFAULTS.stats);
+      const ctx = { now: 0, live: true, final: false };
+      for (let s = 1; s <= 40; s++) {
+        engine.onRecord(run, ctx);
+        run.apply(
+          { kind: 'metrics', step: s, values: { boundary: 0.5 } },
+          { role: 'selector', round: 1, format: 'reward-history', file: 'f' },
+          0,
+        );
+        // A run quiet for settle_after is judged decisively (Daemon.sweep).
+        if (pauses.includes(s)) engine.evaluate(run, ctx);
+      }
+      return at;
+    };
+    const scheduled = judgedAt([]);
+    assert.deepEqual(scheduled, [1, 9, 17, 25, 33]);
+    const paused = judgedAt([5, 13]);
+    assert.deepEqual(
+      paused.filter((n) => n !== 5 && n !== 13),
+      scheduled,
+    );
+  });
+
   test('a run-wide finding that moves to another round: the old alert resolves saying it moved, the new one fires, on the console and in notifications alike', () => {
     let round = 1;
     const wide: Detector = {

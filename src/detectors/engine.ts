@@ -180,7 +180,9 @@ export class DetectorEngine {
 
   /**
    * Evaluates every enabled detector now (`timeOnly`: just the time-based ones), decisively: what
-   * holds now fires and what does not resolves, without waiting for a second evaluation.
+   * holds now fires and what does not resolves, without waiting for a second evaluation. The
+   * step-driven detectors' schedule (onRecord) stays as it was: a run judged while its trainer
+   * pauses (settle_after) is then judged at the same records as analyze judges it.
    */
   evaluate(run: RunState, ctx: DetectContext, timeOnly = false): Transition[] {
     const out: Transition[] = [];
@@ -188,7 +190,7 @@ export class DetectorEngine {
     const byDetector = this.evaluatedOf(run.id);
     for (const d of this.enabled) {
       if (timeOnly && d.timeBased !== true) continue;
-      byDetector.set(d.id, steps);
+      if (d.timeBased === true) byDetector.set(d.id, steps);
       out.push(...this.apply(run, d, d.detect(run, this.paramsOf(d), ctx), true));
       this.nextDue.delete(run.id);
     }
