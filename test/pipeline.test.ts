@@ -225,4 +225,66 @@ describe('pipeline', () => {
     assert.equal(p.registry.get(dir)!.round('unknown', null)!.steps, 1);
     await p.close();
   });
+
+  test("a daemon holds a file's steps past its round's other file until that one catches up, across a restart, and not for ever", async () => {
+    const dir = tempDir();
+    const round = path.join(dir, 'outputs', 'selector_round1');
+    mkdirSync(round, { recursive: true });
+    const history = path.join(round, 'reward_history.jsonl');
+    const log = path.join(round, 'train.log');
+    const lines = (from: number, to: number, line: (s: number) => string): string =>
+      Array.from({ length: to - from + 1 }, (_, i) => line(from + i) + '\n').join('');
+    const historyLine = (s: number): string => JSON.stringify({ step: s, boundary: 0.5, total: 0.6 });
+    const logLine = (s: number): string => `step=${s} loss=${s === 6 ? 'nan' : '0.3'}`;
+    writeFileSync(history, lines(1, 3, historyLine));
+    writeFileSync(log, lines(1, 10, logLine));
+    let now = 1_000_000;
+    const live = { ...opts(), now: () => now, live: true };
+    const a = new Pipeline(live);
+    for (const f of [history, log]) {
+      const found = (await discover([dir])).files.find((x) => x.file === f)!;
+      a.track(f, found.kind, found.place);
+    }
+    // reward_history stands at step 3: train.log's steps 4 to 10 wait in its checkpoint.
+    await a.read(history);
+    await a.read(log);
+    const sel = (p: Pipeline) => p.registry.get(dir)!.round('selector', 1)!;
+    assert.equal(sel(a).lastStep, 3);
+    const saved = JSON.parse(JSON.stringify(a.state())) as ReadState & Record<string, unknown>;
+    const held = saved.files[log]!.held!;
+    assert.deepEqual(
+      held.flatMap((b) => b.records.map((r) => (r.kind === 'metrics' ? r.step : null))),
+      [4, 5, 6, 7, 8, 9, 10],
+    );
+    await a.close();
+    // Restarted from that state, reward_history catches up: both files' steps 4 to 10 are read, the NaN loss too.
+    const aside: SetAside[] = [];
+    const b = new Pipeline(live, fitReadState(saved, aside));
+    assert.deepEqual(aside, []);
+    for (const f of [history, log]) {
+      const found = (await discover([dir])).files.find((x) => x.file === f)!;
+      b.track(f, found.kind, found.place);
+    }
+    appendFileSync(history, lines(4, 12, historyLine));
+    now += 1000;
+    await b.read(history);
+    assert.equal(sel(b).lastStep, 12);
+    const loss = sel(b).series.get('loss')!;
+    assert.equal(loss.summary.n + loss.nonfinite.count, 10);
+    assert.equal(loss.nonfinite.count, 1);
+    assert.equal(sel(b).series.get('boundary')!.summary.n, 12);
+    // One file goes quiet: the other's steps past it wait HOLD_MS (5 s) at most.
+    appendFileSync(log, lines(11, 20, logLine));
+    await b.read(log);
+    assert.equal(sel(b).lastStep, 12);
+    now += 6000;
+    await b.read(log);
+    assert.equal(sel(b).lastStep, 20);
+    await b.close();
+    // analyze (not live) never holds.
+    const c = new Pipeline(opts());
+    await ingest(c, dir);
+    assert.equal(sel(c).lastStep, 20);
+    await c.close();
+  });
 });

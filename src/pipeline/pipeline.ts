@@ -8,7 +8,7 @@ import type { FormatId, ParsedRecord, ParserOptions } from '../parsers/types.js'
 import { RunRegistry } from '../runs/registry.js';
 import type { StatsOptions } from '../runs/series.js';
 import { STATE_VERSION, type StateEnvelope } from '../state/file.js';
-import { FileSource, type FileCheckpoint, type FileCounters, type FileProblem, type Sink } from '../sources/file-source.js';
+import { FileSource, type Batch, type FileCheckpoint, type FileCounters, type FileProblem, type Sink } from '../sources/file-source.js';
 import { roundOrder, type FilePlace } from '../sources/place.js';
 import type { ReadOutcome, TailOptions } from '../sources/tailer.js';
 import type { Logger } from '../util/log.js';
@@ -33,6 +33,16 @@ const MERGE_BYTES = 1 << 18;
  */
 const YOUNG_STEPS = 8;
 const YOUNG_LOOKS = 32;
+
+/**
+ * A daemon holds a file's steps past where the round's other files stand (see drainRound) while
+ * such a file read something within HOLD_MS (a trainer writes a step to all its files within
+ * moments; one whose other files went quiet, a sparse validation log or a crash, waits no longer),
+ * a file that has shown no step yet only in its first HOLD_MS (it may never show one), and no
+ * record waits more than HOLD_MAX_MS in all (files whose steps never meet).
+ */
+const HOLD_MS = 5_000;
+const HOLD_MAX_MS = 30_000;
 
 /** Whether two files belong to the same round of the same run (the same role and round). */
 function sameRound(a: FilePlace, b: FilePlace): boolean {
@@ -155,6 +165,8 @@ export class Pipeline {
     this.byRound.get(key)?.delete(src);
     if (this.byRound.get(key)?.size === 0) this.byRound.delete(key);
     this.retired.set(file, { ...src.counters });
+    // What it held for its round's other files is its run's all the same.
+    for (const b of src.held.splice(0)) this.sink(b.records, b.format, src);
     await src.close();
   }
 
@@ -179,6 +191,7 @@ export class Pipeline {
     const ctx = { role: src.place.role, round: src.place.round, format, file: source };
     const engine = this.opts.engine;
     for (const rec of records) {
+      if (rec.kind === 'metrics' && rec.step !== null) src.lastStep = rec.step;
       // Detectors judge whole steps: before the first record of another step (or round), the
       // records of the step before are all in, whichever of the round's files came first.
       if (engine !== undefined && rec.kind === 'metrics') {
@@ -293,7 +306,7 @@ export class Pipeline {
    * same states, so a finding first holds at the same step whichever way the files were read.
    */
   async drain(file: string): Promise<void> {
-    while ((await this.read(file)) === 'more') await breathe();
+    while ((await this.readRound(file, false)) === 'more') await breathe();
   }
 
   /** Before a file's first read: the rounds before it are read, and its restarted event files ordered. */
@@ -309,8 +322,13 @@ export class Pipeline {
    * in the other files of its round (see drain), so a daemon that reads a burst late (a backlog,
    * a writer faster than its events) applies it in the order training wrote it. Returns how the
    * file itself ended: 'more' only for a file alone in its round (the others are read to their end).
+   * Live, steps of one file past where its round's other files stand wait for them (drainRound).
    */
-  async read(file: string): Promise<ReadOutcome> {
+  read(file: string): Promise<ReadOutcome> {
+    return this.readRound(file, this.opts.live === true && !this.holdAlerts);
+  }
+
+  private async readRound(file: string, hold: boolean): Promise<ReadOutcome> {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
     // Opened first: that finds the round's other files on disk, so they are merged from the start.
@@ -320,8 +338,11 @@ export class Pipeline {
     // looks for the others, so they are merged from their first step whatever the watcher's delay.
     if (this.byRound.get(roundOf(src.place))?.size === 1 && this.young(src))
       await this.lookOnDisk(src, (place) => sameRound(place, src.place));
-    const group = [...(this.byRound.get(roundOf(src.place)) ?? [src])];
-    const out = group.length === 1 ? await this.poll(file) : ((await this.drainRound(group)).get(src) ?? 'idle');
+    // In the order of their paths, as analyze finds them: on a tie of steps the same file goes first
+    // (and owns a series both log) whichever the watcher reported first.
+    const group = [...(this.byRound.get(roundOf(src.place)) ?? [src])].sort((a, b) => (a.file < b.file ? -1 : 1));
+    const out =
+      group.length === 1 && src.held.length === 0 ? await this.poll(file) : ((await this.drainRound(group, hold)).get(src) ?? 'idle');
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
     const run = this.registry.get(src.place.run);
     if (this.opts.engine !== undefined && run !== undefined) {
@@ -344,22 +365,54 @@ export class Pipeline {
   /**
    * The merge of read: each file read a little at a time (until it has nothing new), the lowest
    * step first. Returns how each file's last read ended.
+   *
+   * With `hold` (a daemon's read), records at steps past the last step of another file of the
+   * round are kept in their file (FileSource.held) for the next read, while that file read
+   * something within HOLD_MS: a daemon reads the files of a round one after the other while the
+   * trainer writes, so the second can be read to step 26 while the first stood at 8; applied at
+   * once, its steps 9 to 26 would be judged without the first file's, a state analyze never sees.
    */
-  private async drainRound(group: FileSource[]): Promise<Map<FileSource, ReadOutcome>> {
+  private async drainRound(group: FileSource[], hold: boolean): Promise<Map<FileSource, ReadOutcome>> {
     const ended = new Map<FileSource, ReadOutcome>();
     interface Lane {
       src: FileSource;
       /** Its place in the round's files: the earlier file goes first on a tie. */
       index: number;
       /** What its last read gave, batch by batch, and the next record (batch bi, record ri). */
-      batches: { records: ParsedRecord[]; format: FormatId }[];
+      batches: Batch[];
       bi: number;
       ri: number;
       done: boolean;
       /** The step of the last record taken (a record without a step goes with it). */
       step: number;
     }
-    const lanes: Lane[] = group.map((src, index) => ({ src, index, batches: [], bi: 0, ri: 0, done: false, step: -Infinity }));
+    const lanes: Lane[] = group.map((src, index) => ({
+      src,
+      index,
+      batches: src.held.splice(0),
+      bi: 0,
+      ri: 0,
+      done: false,
+      step: -Infinity,
+    }));
+    const now = this.opts.now();
+    /**
+     * The last step a lane may give now: the lowest step at which another file of the round, read
+     * to its end, stands while it may still catch up (Infinity: no wait).
+     */
+    const capOf = (lane: Lane): number => {
+      if (!hold || now - (lane.batches[lane.bi]!.heldAt ?? now) >= HOLD_MAX_MS) return Infinity;
+      // A trainer that crashed or finished writes no more steps to the other files.
+      if (lane.batches.some((b, i) => i >= lane.bi && b.records.some((r) => r.kind === 'fatal' || r.kind === 'finished'))) return Infinity;
+      let cap = Infinity;
+      for (const l of lanes) {
+        const o = l.src;
+        if (l === lane || !l.done || l.bi < l.batches.length || o.lastData === null || now - o.lastData >= HOLD_MS) continue;
+        if (o.lastStep !== null) cap = Math.min(cap, o.lastStep);
+        else if (o.firstData !== null && now - o.firstData < HOLD_MS) cap = -Infinity;
+      }
+      return cap;
+    };
     const into =
       (l: Lane): Sink =>
       (records, format) =>
@@ -403,9 +456,22 @@ export class Pipeline {
         }
       }
       if (lane === null) return ended;
+      const cap = capOf(lane);
+      if (low > cap) {
+        // The rest of every file waits for the next read, in order.
+        for (const l of lanes) {
+          if (l.bi >= l.batches.length) continue;
+          const first = l.batches[l.bi]!;
+          l.src.held = [{ ...first, records: first.records.slice(l.ri) }, ...l.batches.slice(l.bi + 1)].map((b) => ({
+            ...b,
+            heldAt: b.heldAt ?? now,
+          }));
+        }
+        return ended;
+      }
       const b = lane.batches[lane.bi]!;
       const from = lane.ri;
-      while (lane.ri < b.records.length && (lane.ri === from || before(lane, head(lane), rival, rivalAt))) {
+      while (lane.ri < b.records.length && (lane.ri === from || before(lane, head(lane), rival, rivalAt)) && head(lane) <= cap) {
         lane.step = head(lane);
         lane.ri++;
       }

@@ -7,6 +7,7 @@
  * and counts that are whole and not negative); what a restore passes through untouched is not.
  */
 import { z } from 'zod';
+import { FORMAT_IDS, type ParsedRecord } from '../parsers/types.js';
 import type { SetAside, StateEnvelope } from '../state/file.js';
 import type { ReadState } from './pipeline.js';
 
@@ -18,6 +19,16 @@ const intOrNull = z.number().int().nullable();
 const role = z.enum(['selector', 'generator', 'unknown']);
 const place = z.looseObject({ run: z.string().min(1), role, round: intOrNull });
 
+/** A record held back for its round's other files (FileSource.held): metrics are checked as a run applies them. */
+const heldRecord = z.union([
+  z.looseObject({
+    kind: z.literal('metrics'),
+    step: numOrNull,
+    values: z.record(z.string(), z.union([num, z.looseObject({ $number: z.string() })])),
+  }),
+  z.looseObject({ kind: z.enum(['filter-question', 'filter-summary', 'rollouts', 'settings', 'finished', 'fatal', 'plan']) }),
+]) as unknown as z.ZodType<ParsedRecord>;
+
 export const fileCheckpoint = z.looseObject({
   kind: z.enum(['jsonl', 'text', 'trainer-state', 'selector-debug', 'generator-debug', 'run-config', 'tfevents']),
   place,
@@ -26,6 +37,7 @@ export const fileCheckpoint = z.looseObject({
   doc: z.looseObject({ dev: num, ino: num, size: count, mtimeMs: num }).nullable(),
   parser: z.unknown(),
   counters: z.looseObject({ lines: count, records: count, malformed: count, longLines: count, truncations: count, rotations: count }),
+  held: z.array(z.looseObject({ format: z.enum(FORMAT_IDS), records: z.array(heldRecord), heldAt: num.optional() })).optional(),
 });
 
 const history = z.looseObject({ size: count.min(1), steps: z.array(num), values: z.array(num) });

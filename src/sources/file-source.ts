@@ -33,6 +33,8 @@ export interface FileCheckpoint {
   tail: TailCheckpoint | null;
   /** Binary record files (TensorBoard): where reading stands. Absent in states saved before they were read. */
   records?: RecordCheckpoint | null;
+  /** Records read but held back for the round's other files (see FileSource.held), numbers that are not finite as strings. */
+  held?: Batch[];
   doc: DocSignature | null;
   parser: unknown;
   counters: FileCounters;
@@ -44,6 +46,14 @@ export interface FileProblem {
   kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large' | 'corrupt';
   message: string;
   offset?: number;
+}
+
+/** Records read together from one file, with the format they were read as. */
+export interface Batch {
+  records: ParsedRecord[];
+  format: FormatId;
+  /** Held back (FileSource.held): since when (epoch ms). */
+  heldAt?: number;
 }
 
 /** Records from one file, with the format they were read as. */
@@ -61,8 +71,17 @@ export class FileSource {
   private doc: DocSignature | null = null;
   /** Last time new data was read (epoch ms). */
   lastData: number | null = null;
+  /** When this process first read data of it (epoch ms). */
+  firstData: number | null = null;
   /** Records from this step on are superseded by a newer file (a restarted TensorBoard writer) and dropped. */
   stepLimit: number | null = null;
+  /**
+   * Records read but not yet applied: steps past where the round's other files stand, kept until
+   * they catch up (Pipeline.drainRound). They are part of the checkpoint, as the offset is past them.
+   */
+  held: Batch[] = [];
+  /** The step of the last record of this file applied to its run (null before one with a step). */
+  lastStep: number | null = null;
 
   constructor(
     readonly file: string,
@@ -78,6 +97,7 @@ export class FileSource {
       Object.assign(this.counters, saved.counters);
       if (saved.parser !== undefined && saved.parser !== null) this.parser.restore?.(saved.parser);
       this.doc = saved.doc;
+      if (saved.held !== undefined) this.held = saved.held.map((b) => ({ ...b, records: b.records.map((r) => revive(r)) }));
     }
     this.tailer = this.parser.kind === 'lines' ? new FileTailer(file, tailOpts, saved?.tail ?? null, this.notices()) : null;
     this.recordTailer =
@@ -161,7 +181,7 @@ export class FileSource {
       }
       for (const rec of r) out.push(rec);
     }
-    if (lines.length > 0) this.lastData = now;
+    if (lines.length > 0) this.readAt(now);
     if (out.length > 0) {
       this.counters.records += out.length;
       sink(out, parser.format(), this);
@@ -179,11 +199,16 @@ export class FileSource {
     const undecodable = parser.counts().undecodable;
     for (; this.undecodable < undecodable; this.undecodable++)
       this.malformed('a record that is not a TensorBoard event', this.recordTailer!.checkpoint().offset);
-    this.lastData = now;
+    this.readAt(now);
     if (out.length > 0) {
       this.counters.records += out.length;
       sink(out, parser.format(), this);
     }
+  }
+
+  private readAt(now: number): void {
+    this.firstData ??= now;
+    this.lastData = now;
   }
 
   private malformed(error: string, offset: number): void {
@@ -230,7 +255,7 @@ export class FileSource {
       await fh.close();
     }
     this.counters.lines++;
-    this.lastData = now;
+    this.readAt(now);
     const r = parser.document(text);
     if (isMalformed(r)) {
       // A document caught mid-write reads as malformed; the next change re-reads it.
@@ -268,10 +293,30 @@ export class FileSource {
       doc: this.doc,
       parser: this.parser.snapshot?.() ?? null,
       counters: { ...this.counters },
+      ...(this.held.length > 0 ? { held: this.held.map((b) => ({ ...b, records: b.records.map((r) => keepable(r)) })) } : {}),
     };
   }
 
   async close(): Promise<void> {
     await this.tailer?.close();
   }
+}
+
+/** A value as JSON keeps it: a number that is not finite (a NaN reward) becomes `{ $number: 'NaN' }`. */
+function keepable<T>(v: T): T {
+  if (typeof v === 'number') return (Number.isFinite(v) ? v : { $number: String(v) }) as T;
+  if (Array.isArray(v)) return v.map((x: unknown) => keepable(x)) as T;
+  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, keepable(x)])) as T;
+  return v;
+}
+
+/** The inverse of keepable. */
+function revive<T>(v: T): T {
+  if (Array.isArray(v)) return v.map((x: unknown) => revive(x)) as T;
+  if (typeof v === 'object' && v !== null) {
+    const n = (v as { $number?: unknown }).$number;
+    if (typeof n === 'string' && Object.keys(v).length === 1) return Number(n) as T;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, revive(x)])) as T;
+  }
+  return v;
 }

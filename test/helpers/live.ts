@@ -86,19 +86,14 @@ export async function watchWhileWriting(
 }
 
 /** How closely the steps live must match analyze's (see liveEqualsAnalyze). */
-export type StepCheck = 'same' | 'one-evaluation' | 'none';
-
-/** Each detector's cadence in records at its defaults: one evaluation apart. */
-const CADENCE = new Map(DETECTORS.map((d) => [d.id, d.every(d.defaults)]));
+export type StepCheck = 'same' | 'none';
 
 /**
  * For one run: what holds live at the end equals what analyze reports, every alert raised on the
  * way (firing or escalated, even if resolved since) is one analyze reports, in the same round for
  * a round-scoped detector, and no alert resolved on the way except a run-wide one that moved on
  * to another round (none came and went). With `steps` 'same', every firing alert that analyze
- * reports in the same round names the step analyze names; with 'one-evaluation', a step at most
- * one evaluation of its detector away (its cadence in records), as when a busy daemon finds a new
- * round's files one after another and reads the first alone for a moment. Returns the table rows.
+ * reports in the same round names the step analyze names. Returns the table rows.
  */
 export function liveEqualsAnalyze(name: string, run: string, alerts: AlertLine[], offline: Finding[], steps: StepCheck = 'none'): string[] {
   const mine = alerts.filter((a) => a.run === run);
@@ -124,9 +119,7 @@ export function liveEqualsAnalyze(name: string, run: string, alerts: AlertLine[]
         : theirs.find((x) => x.detector === a.detector);
     assert.ok(f !== undefined, `${name}: ${a.status} ${a.detector} round ${a.round} step ${a.step} live, not in analyze`);
     if (steps !== 'none' && a.status === 'firing' && f.round === a.round && a.step !== null && f.step !== null) {
-      const off = Math.abs(a.step - f.step);
-      const allowed = steps === 'same' ? 0 : (CADENCE.get(a.detector) ?? 1);
-      assert.ok(off <= allowed, `${name}: ${a.detector} round ${a.round} first held at step ${a.step} live, ${f.step} in analyze`);
+      assert.equal(a.step, f.step, `${name}: ${a.detector} round ${a.round} first held at step ${a.step} live, ${f.step} in analyze`);
     }
     if (a.status === 'firing')
       rows.push(`| ${name} | ${a.detector} | ${a.round ?? '-'} | ${a.step ?? '-'} | ${f.round ?? '-'} | ${f.step ?? '-'} |`);
