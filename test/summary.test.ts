@@ -168,3 +168,24 @@ test('barwatch summary --html writes one file a browser shows: active findings b
   assert.doesNotMatch(html, /cid:/);
   assert.match(r.stdout, /active findings \(\d+\):\n\s+\[critical\] boundary-share-low/);
 });
+
+test('an alert that moved on to another round is said as a move, not among what resolved', async () => {
+  const root = tempDir();
+  const run = path.join(root, 'frozen');
+  writeScenario(run, 'frozen-generator', 5);
+  const now = Date.now();
+  const res = await analyzePaths([root], loadConfig(null), silentLogger(), () => now);
+  const at = (minutes: number): string => new Date(now - minutes * 60_000).toISOString();
+  const alerts = [
+    { time: at(50), status: 'firing', detector: 'generator-regression', run, severity: 'warning', round: 1 },
+    { time: at(40), status: 'resolved', detector: 'generator-regression', run, severity: 'warning', round: 1, moved_to: 3 },
+    { time: at(40), status: 'firing', detector: 'generator-regression', run, severity: 'warning', round: 3 },
+    { time: at(30), status: 'firing', detector: 'stale-run', run, severity: 'warning' },
+    { time: at(20), status: 'resolved', detector: 'stale-run', run, severity: 'warning' },
+  ];
+  const s = buildSummary(res.runs, alerts, now);
+  assert.match(
+    s.text,
+    /last 24 h: 3 alert\(s\) fired \(generator-regression \(round 1\), generator-regression \(round 3\), stale-run\); 1 resolved \(stale-run\); 1 moved on to another round \(generator-regression from round 1 to round 3\)/,
+  );
+});

@@ -34,6 +34,8 @@ export interface AlertLine {
   run: string;
   severity: string;
   round?: number | null;
+  /** A resolved line of a run-wide finding that moved on to another round (null: the run as a whole). */
+  moved_to?: number | null;
 }
 
 export async function readAlertLog(file: string, since: number): Promise<AlertLine[]> {
@@ -167,10 +169,18 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
     }
     const mine = alerts.filter((a) => a.run === run.id);
     const fired = mine.filter((a) => a.status === 'firing' || a.status === 'escalated');
-    const resolved = mine.filter((a) => a.status === 'resolved');
+    // A finding that moved on to another round resolved its old alert and fired a new one: it
+    // stopped nowhere, so it is said as a move, not among what resolved.
+    const resolved = mine.filter((a) => a.status === 'resolved' && a.moved_to === undefined);
+    const moved = mine.filter((a) => a.status === 'resolved' && a.moved_to !== undefined);
+    const where = (r: number | null | undefined): string => (r == null ? 'the run as a whole' : `round ${r}`);
     const names = (xs: AlertLine[]): string =>
       [...new Set(xs.map((a) => `${a.detector}${a.round != null ? ` (round ${a.round})` : ''}`))].join(', ');
-    const day = `last 24 h: ${fired.length} alert(s) fired${fired.length ? ` (${names(fired)})` : ''}; ${resolved.length} resolved${resolved.length ? ` (${names(resolved)})` : ''}`;
+    const moves = [...new Set(moved.map((a) => `${a.detector} from ${where(a.round)} to ${where(a.moved_to)}`))].join(', ');
+    const day =
+      `last 24 h: ${fired.length} alert(s) fired${fired.length ? ` (${names(fired)})` : ''}; ` +
+      `${resolved.length} resolved${resolved.length ? ` (${names(resolved)})` : ''}` +
+      (moved.length > 0 ? `; ${moved.length} moved on to another round (${moves})` : '');
     text.push(`  ${day}`, '');
     html.push(`<p>${escapeHtml(day)}</p>`);
     if (withCharts) {
