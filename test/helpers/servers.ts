@@ -59,6 +59,9 @@ export class CaptureServer {
   /** Listens on `port` (0: any free port). */
   async start(port = 0): Promise<this> {
     this.server = createServer((req: IncomingMessage, res) => {
+      // A client killed mid-request (kill -9 tests) resets its connection: not the test's failure.
+      req.on('error', () => undefined);
+      res.on('error', () => undefined);
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -106,6 +109,8 @@ export class SmtpCapture {
   readonly auths: { user: string; pass: string }[] = [];
   /** Whether each message came over TLS (STARTTLS or implicit). */
   readonly secure: boolean[] = [];
+  /** Connection errors the server reported (a client that went away mid-session). */
+  readonly errors: Error[] = [];
   private server: SMTPServer | null = null;
   port = 0;
 
@@ -134,6 +139,9 @@ export class SmtpCapture {
           .catch((err: Error) => cb(err));
       },
     });
+    // A client killed mid-session (kill -9 tests) resets its connection: SMTPServer reports it as
+    // an 'error' event, which would otherwise end the test process.
+    this.server.on('error', (err) => this.errors.push(err));
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()));
     this.port = ((this.server as unknown as { server: Server }).server.address() as AddressInfo).port;
     return this;
