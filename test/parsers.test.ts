@@ -474,8 +474,8 @@ describe('file classification', () => {
     assert.equal(classifyFile('/r/outputs/selector_round1/reward_history.jsonl'), 'jsonl');
     assert.equal(classifyFile('/r/outputs/selector_round1/train.log'), 'text');
     assert.equal(classifyFile('/r/checkpoint-100/trainer_state.json'), 'trainer-state');
-    assert.equal(classifyFile('/r/debug_logs/selector_reward_debug_123.log'), 'selector-debug');
-    assert.equal(classifyFile('/r/debug_logs/reward_debug_123.log'), 'generator-debug');
+    assert.equal(classifyFile('/r/debug_logs/selector_reward_debug_123.log'), 'barrag-selector-debug');
+    assert.equal(classifyFile('/r/debug_logs/reward_debug_123.log'), 'barrag-generator-debug');
     assert.equal(classifyFile('/r/configs/reward_config.yaml'), 'run-config');
     assert.equal(classifyFile('/r/other.yaml'), null);
     assert.equal(classifyFile('/r/model.safetensors'), null);

@@ -27,7 +27,7 @@ test('role, round and run folder from the path (SPEC 3.1)', () => {
     const kind = file.endsWith('.yaml')
       ? 'run-config'
       : file.includes('selector_reward_debug')
-        ? 'selector-debug'
+        ? 'barrag-selector-debug'
         : file.endsWith('.jsonl')
           ? 'jsonl'
           : 'text';

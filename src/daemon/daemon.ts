@@ -291,13 +291,8 @@ export class Daemon {
     const p = this.pipeline;
     if (p === null) return;
     const now = this.now();
+    p.tick(this.opts.config.parser.debugStepGapMs);
     for (const [file, src] of p.sources) {
-      if (src.parser.kind === 'lines' && src.parser.flush !== undefined && src.lastData !== null) {
-        if (now - src.lastData > this.opts.config.parser.debugStepGapMs) {
-          p.finish(file);
-          src.lastData = null;
-        }
-      }
       // A missed rename costs at most one sweep too: every path is looked at again.
       src.suspectPath();
       this.queue.schedule(file);

@@ -6,7 +6,7 @@
 import { SampleBuckets, type BucketState } from './buckets.js';
 import { keyValues } from './train-log.js';
 import { cleanLine } from './text.js';
-import type { FormatId, LineParser, LineResult, ParsedRecord, ParserOptions } from './types.js';
+import type { FormatId, InputFormat, LineParser, LineResult, ParsedRecord, ParserOptions } from './types.js';
 import { NOTHING } from './types.js';
 
 const NAMES: Record<string, string> = { fmt: 'format', reward: 'reward', max_f1: 'f1', max_em: 'accuracy' };
@@ -49,3 +49,12 @@ export class BarragGeneratorDebugParser implements LineParser {
     this.buckets.restore(state as BucketState);
   }
 }
+
+export const barragGeneratorDebugInput: InputFormat = {
+  id: 'barrag-generator-debug',
+  read: 'lines',
+  named: (base) => /^reward_debug.*\.log$/.test(base),
+  create: (opts) => new BarragGeneratorDebugParser(opts),
+  role: 'generator',
+  idleFlush: true,
+};

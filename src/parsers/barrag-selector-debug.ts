@@ -6,7 +6,7 @@
  */
 import { SampleBuckets, type BucketState } from './buckets.js';
 import { cleanLine } from './text.js';
-import type { FormatId, LineParser, LineResult, ParsedRecord, ParserOptions, RunSettings } from './types.js';
+import type { FormatId, InputFormat, LineParser, LineResult, ParsedRecord, ParserOptions, RunSettings } from './types.js';
 import { NOTHING } from './types.js';
 
 const RULE = /^={20,}\s*$/;
@@ -135,3 +135,13 @@ export class BarragSelectorDebugParser implements LineParser {
     this.settings = s.settings ?? {};
   }
 }
+
+export const barragSelectorDebugInput: InputFormat = {
+  id: 'barrag-selector-debug',
+  read: 'lines',
+  named: (base) => /^selector_reward_debug.*\.log$/.test(base),
+  sniffed: (head) => head.includes('REWARD COMPUTATION') || head.includes('FINAL REWARD'),
+  create: (opts) => new BarragSelectorDebugParser(opts),
+  role: 'selector',
+  idleFlush: true,
+};

@@ -6,7 +6,7 @@
 import { parseJsonLenient } from './json.js';
 import { Flattener, toNumber } from './keys.js';
 import { unwrapVerlRecord } from './verl-jsonl.js';
-import type { FormatId, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
+import type { FormatId, InputFormat, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
 import { NOTHING } from './types.js';
 
 const META_KEYS: ReadonlySet<string> = new Set(['step', 'time', 'timestamp', 'data', 'global_step', '_step']);
@@ -70,3 +70,15 @@ export class RewardHistoryParser implements LineParser {
     return [r.record];
   }
 }
+
+/** JSON lines: BAR-RAG's reward_history.jsonl, verl's file logger, any trainer's metrics JSONL. */
+export const jsonlInput: InputFormat = {
+  id: 'jsonl',
+  read: 'lines',
+  named: (base) => base.endsWith('.jsonl'),
+  sniffed: (head) => {
+    const t = head.trimStart();
+    return t.startsWith('{"') || t.startsWith('{ "');
+  },
+  create: (opts) => new RewardHistoryParser(opts),
+};

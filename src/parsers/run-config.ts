@@ -6,7 +6,7 @@
  */
 import * as yaml from 'js-yaml';
 import { canonicalKey, toNumber } from './keys.js';
-import type { Component, DocumentParser, FormatId, LineResult, RunSettings } from './types.js';
+import type { Component, DocumentParser, FormatId, InputFormat, LineResult, RunSettings } from './types.js';
 
 type Setter = (s: RunSettings, v: number) => void;
 
@@ -90,3 +90,11 @@ export class RunConfigParser implements DocumentParser {
     return Object.keys(s).length === 0 ? [] : [{ kind: 'settings', settings: s }];
   }
 }
+
+/** BAR-RAG's own configs (`configs/filter_config.yaml`, `configs/reward_config.yaml`). */
+export const runConfigInput: InputFormat = {
+  id: 'run-config',
+  read: 'document',
+  named: (base, folder) => (base.endsWith('.yaml') || base.endsWith('.yml')) && folder === 'configs',
+  create: () => new RunConfigParser(),
+};

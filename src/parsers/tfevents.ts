@@ -7,7 +7,7 @@
  * other plugins are skipped and counted. Tags go through the same key map as every format.
  */
 import { canonicalKey } from './keys.js';
-import type { FormatId, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
+import type { FormatId, InputFormat, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
 
 const DT_FLOAT = 1;
 const DT_DOUBLE = 2;
@@ -272,3 +272,23 @@ export class TensorBoardParser implements RecordParser {
     return { undecodable: this.decoder.undecodable, skipped: this.decoder.skipped };
   }
 }
+
+export const tensorboardInput: InputFormat = {
+  id: 'tensorboard',
+  read: 'records',
+  named: (base) => base.startsWith('events.out.tfevents.'),
+  create: (opts) => new TensorBoardParser(opts),
+  stream: {
+    firstStep(records) {
+      for (const rec of records) {
+        try {
+          const e = decodeEvent(rec);
+          if (e.step !== null && e.scalars.length > 0) return e.step;
+        } catch {
+          // Not an event: the next one may be.
+        }
+      }
+      return null;
+    },
+  },
+};

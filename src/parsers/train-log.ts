@@ -10,7 +10,7 @@ import { canonicalKey, toNumber } from './keys.js';
 import { looksLikeOpenRlhf, parseOpenRlhf } from './openrlhf.js';
 import { cleanLine } from './text.js';
 import { looksLikeTrlDict, parseTrlDict } from './trl-console.js';
-import type { FormatId, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions } from './types.js';
+import type { FormatId, InputFormat, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions } from './types.js';
 import { NOTHING } from './types.js';
 import { looksLikeVerlConsole, VerlConsoleReader } from './verl-console.js';
 
@@ -204,3 +204,14 @@ export class TextLogParser implements LineParser {
     return out;
   }
 }
+
+const TEXT_EXT = /\.(?:log|txt|out|err)$/;
+
+/** Free-text logs and console captures; also what a file named on the command line is when nothing else fits. */
+export const textInput: InputFormat = {
+  id: 'text',
+  read: 'lines',
+  named: (base) => TEXT_EXT.test(base),
+  sniffed: () => true,
+  create: (opts) => new TextLogParser(opts),
+};

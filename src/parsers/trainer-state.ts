@@ -5,7 +5,7 @@
  */
 import { parseJsonLenient } from './json.js';
 import { flattenValues, toNumber } from './keys.js';
-import type { DocumentParser, FormatId, LineResult, ParsedRecord, ParserOptions } from './types.js';
+import type { DocumentParser, FormatId, InputFormat, LineResult, ParsedRecord, ParserOptions } from './types.js';
 
 const SKIP: ReadonlySet<string> = new Set(['step', 'epoch']);
 
@@ -73,3 +73,11 @@ export class TrainerStateParser implements DocumentParser {
     this.lastStep = typeof s.lastStep === 'number' ? s.lastStep : -Infinity;
   }
 }
+
+export const trainerStateInput: InputFormat = {
+  id: 'trainer-state',
+  read: 'document',
+  named: (base) => base.includes('trainer_state') && base.endsWith('.json'),
+  sniffed: (head) => head.trimStart().startsWith('{') && head.includes('"log_history"'),
+  create: (opts) => new TrainerStateParser(opts),
+};

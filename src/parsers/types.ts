@@ -153,6 +153,47 @@ export interface RecordParser {
 
 export type Parser = LineParser | DocumentParser | RecordParser;
 
+/**
+ * The inputs barwatch reads, by how a file is recognised and read: one name each, the format's
+ * own where the file holds one format (`tensorboard`), the container's where its lines tell the
+ * format (`jsonl`: reward-history or verl-jsonl; `text`: train-log, verl, TRL or OpenRLHF console).
+ */
+export const INPUT_IDS = [
+  'tensorboard',
+  'trainer-state',
+  'barrag-selector-debug',
+  'barrag-generator-debug',
+  'run-config',
+  'jsonl',
+  'text',
+] as const;
+export type InputId = (typeof INPUT_IDS)[number];
+
+/**
+ * One input format: how its files are recognised, read and placed. Each parser file exports its
+ * own; parsers/index.ts lists them, and nothing outside parsers/ names a format.
+ */
+export interface InputFormat {
+  id: InputId;
+  /** How its files are read: tailed by lines, re-read whole when they change, or as framed records. */
+  read: Parser['kind'];
+  /** Whether a file is of this format by its name (lower case) and its folder's name. */
+  named(base: string, folder: string): boolean;
+  /** For a file named on the command line whose name says nothing: whether its first bytes are this format's. */
+  sniffed?(head: string): boolean;
+  create(opts: ParserOptions): Parser;
+  /** The role of its files where their folders do not say (BAR-RAG's selector and generator debug logs). */
+  role?: Role;
+  /**
+   * The files of one folder are one writer's stream (TensorBoard): a series logged by several is
+   * owned by the stream, and a newer file (by name) rewrites the steps from its first one on, as a
+   * restarted writer does. `firstStep`: the first step of a file, from its first records.
+   */
+  stream?: { firstStep(records: readonly Uint8Array[]): number | null };
+  /** Its records span lines and end when the writer pauses (Parser.flush after parser.debug_step_gap). */
+  idleFlush?: boolean;
+}
+
 export interface ParserOptions {
   /** User key mapping: raw key -> series name (applied before the built-in aliases). */
   keyMap: Record<string, string>;

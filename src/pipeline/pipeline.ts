@@ -8,7 +8,15 @@ import type { FormatId, ParsedRecord, ParserOptions } from '../parsers/types.js'
 import { RunRegistry } from '../runs/registry.js';
 import type { StatsOptions } from '../runs/series.js';
 import { STATE_VERSION, type StateEnvelope } from '../state/file.js';
-import { FileSource, type Batch, type FileCheckpoint, type FileCounters, type FileProblem, type Sink } from '../sources/file-source.js';
+import {
+  openSource,
+  type Batch,
+  type FileCheckpoint,
+  type FileCounters,
+  type FileProblem,
+  type FileSource,
+  type Sink,
+} from '../sources/file-source.js';
 import { roundOrder, type FilePlace } from '../sources/place.js';
 import type { ReadOutcome, TailOptions } from '../sources/tailer.js';
 import type { Logger } from '../util/log.js';
@@ -17,7 +25,7 @@ import type { RunJSON } from '../runs/run.js';
 import type { DetectContext } from '../detectors/types.js';
 import { FailureReport } from '../util/failures.js';
 import path from 'node:path';
-import { firstEventStep } from '../sources/record-tailer.js';
+import { firstRecords } from '../sources/record-tailer.js';
 import { breathe } from '../util/breathe.js';
 
 /** Series names listed in a 'discovered series' log entry (a verl step line has ~70). */
@@ -141,7 +149,7 @@ export class Pipeline {
     if (existing !== undefined) return existing;
     const saved = this.saved[file];
     const usable = saved !== undefined && saved.kind === kind && saved.place.run === place.run ? saved : null;
-    const src = new FileSource(file, kind, place, this.opts.parser, this.opts.tail, (p) => this.problem(p), usable);
+    const src = openSource(file, kind, place, { parser: this.opts.parser, tail: this.opts.tail, problem: (p) => this.problem(p) }, usable);
     // A path deleted and recreated keeps counting from where it was: counters never go down.
     const before = this.retired.get(file);
     if (before !== undefined && usable === null) {
@@ -184,10 +192,9 @@ export class Pipeline {
     const { run, created } = this.registry.ensure(src.place.run);
     const log = this.opts.log;
     if (created) log.info({ run: run.id }, 'discovered run');
-    // A TensorBoard writer's event files in one folder are one stream (a restart starts a new
-    // file): they own their series together, so the newer file's values are not taken for a
-    // second file logging the same series.
-    const source = src.kind === 'tfevents' ? path.dirname(src.file) : src.file;
+    // The files of a stream (a TensorBoard writer's folder: a restart starts a new file) own their
+    // series together, so the newer file's values are not taken for a second file logging them.
+    const source = src.input.stream !== undefined ? path.dirname(src.file) : src.file;
     const ctx = { role: src.place.role, round: src.place.round, format, file: source };
     const engine = this.opts.engine;
     for (const rec of records) {
@@ -279,12 +286,12 @@ export class Pipeline {
   private async supersede(src: FileSource): Promise<void> {
     const dir = path.dirname(src.file);
     const siblings = [...this.sources.values()]
-      .filter((s) => s.kind === 'tfevents' && path.dirname(s.file) === dir)
+      .filter((s) => s.kind === src.kind && path.dirname(s.file) === dir)
       .sort((a, b) => (a.file < b.file ? -1 : 1));
     for (let i = 0; i + 1 < siblings.length; i++) {
       const older = siblings[i]!;
       if (older.stepLimit !== null) continue;
-      const first = await firstEventStep(siblings[i + 1]!.file);
+      const first = src.input.stream!.firstStep(await firstRecords(siblings[i + 1]!.file));
       if (first === null) continue;
       older.stepLimit = first;
       const run = this.registry.get(older.place.run);
@@ -314,7 +321,7 @@ export class Pipeline {
     if (this.opened.has(src)) return;
     this.opened.add(src);
     await this.readEarlierRounds(src);
-    if (src.kind === 'tfevents') await this.supersede(src);
+    if (src.input.stream !== undefined) await this.supersede(src);
   }
 
   /**
@@ -481,6 +488,12 @@ export class Pipeline {
         lane.ri = 0;
       }
     }
+  }
+
+  /** Time passes (Daemon.sweep): sources whose records end when their writer pauses give them once it has (FileSource.tick). */
+  tick(idleMs: number): void {
+    const now = this.opts.now();
+    for (const src of this.sources.values()) src.tick(now, idleMs, this.sink);
   }
 
   /** End of input: multi-line parsers emit what they hold. */

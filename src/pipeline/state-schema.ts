@@ -7,7 +7,13 @@
  * and counts that are whole and not negative); what a restore passes through untouched is not.
  */
 import { z } from 'zod';
-import { FORMAT_IDS, type ParsedRecord } from '../parsers/types.js';
+import { FORMAT_IDS, INPUT_IDS, type InputId, type ParsedRecord } from '../parsers/types.js';
+
+const EARLIER_NAMES = {
+  tfevents: 'tensorboard',
+  'selector-debug': 'barrag-selector-debug',
+  'generator-debug': 'barrag-generator-debug',
+} as const;
 import type { SetAside, StateEnvelope } from '../state/file.js';
 import type { ReadState } from './pipeline.js';
 
@@ -30,7 +36,10 @@ const heldRecord = z.union([
 ]) as unknown as z.ZodType<ParsedRecord>;
 
 export const fileCheckpoint = z.looseObject({
-  kind: z.enum(['jsonl', 'text', 'trainer-state', 'selector-debug', 'generator-debug', 'run-config', 'tfevents']),
+  // States saved before the inputs had one vocabulary name three of them otherwise.
+  kind: z
+    .enum([...INPUT_IDS, ...(Object.keys(EARLIER_NAMES) as (keyof typeof EARLIER_NAMES)[])])
+    .transform((k): InputId => (k in EARLIER_NAMES ? EARLIER_NAMES[k as keyof typeof EARLIER_NAMES] : (k as InputId))),
   place,
   tail: z.looseObject({ dev: num, ino: num, offset, fp: z.string().nullable(), fpLen: count }).nullable(),
   records: z.looseObject({ offset, dev: num, ino: num, corruptAt: offset.nullable() }).nullable().optional(),

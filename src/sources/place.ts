@@ -6,7 +6,7 @@
  * the folders do not name role and round, the file name may (`rewards/selector_round1_reward_history.jsonl`).
  */
 import path from 'node:path';
-import type { FileKind } from '../parsers/index.js';
+import { inputOf, type FileKind } from '../parsers/index.js';
 import type { Role } from '../parsers/types.js';
 
 export interface FilePlace {
@@ -94,10 +94,7 @@ export function placeFile(file: string, kind: FileKind, single = false): FilePla
       round = Number(m[1]);
     }
   }
-  if (role === 'unknown') {
-    if (kind === 'selector-debug') role = 'selector';
-    else if (kind === 'generator-debug') role = 'generator';
-  }
+  if (role === 'unknown') role = inputOf(kind).role ?? 'unknown';
   const run = single && !climbed ? abs : dir;
   return { run, role, round };
 }

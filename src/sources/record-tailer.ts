@@ -6,7 +6,6 @@
  * record, counted. The file is identified by device and inode; a file that shrank was rewritten.
  */
 import { constants, promises as fsp } from 'node:fs';
-import { decodeEvent } from '../parsers/tfevents.js';
 import { frames, MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
 import type { ReadOutcome } from './tailer.js';
 
@@ -91,26 +90,20 @@ export class RecordTailer {
   }
 }
 
-/** The step of the first scalar event of an event file (its first 64 KiB), or null. */
-export async function firstEventStep(file: string): Promise<number | null> {
+/** The complete records in the first 64 KiB of a file (none when it cannot be read). */
+export async function firstRecords(file: string): Promise<Uint8Array[]> {
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
-    return null;
+    return [];
   }
   try {
     const buf = Buffer.alloc(64 << 10);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    for (const rec of frames(buf.subarray(0, bytesRead)).records) {
-      try {
-        const e = decodeEvent(rec);
-        if (e.step !== null && e.scalars.length > 0) return e.step;
-      } catch {
-        // Not an event: the next one may be.
-      }
-    }
-    return null;
+    return frames(buf.subarray(0, bytesRead)).records;
+  } catch {
+    return [];
   } finally {
     await fh.close();
   }

@@ -1,0 +1,193 @@
+/**
+ * One file barwatch reads, whatever its read mode: where it belongs (run, role, round), its input
+ * format and parser, what went wrong with it (counted), and what it read but holds back. Each read
+ * mode is a subclass (line-source.ts, document-source.ts, record-source.ts); openSource picks one
+ * from the format's descriptor.
+ */
+import { createParser, inputOf, type FileKind } from '../parsers/index.js';
+import type { FormatId, InputFormat, ParsedRecord, Parser, ParserOptions } from '../parsers/types.js';
+import type { FilePlace } from './place.js';
+import type { RecordCheckpoint } from './record-tailer.js';
+import type { ReadOutcome, TailCheckpoint, TailOptions } from './tailer.js';
+
+export interface FileCounters {
+  /** Lines (or document reads) handed to the parser. */
+  lines: number;
+  records: number;
+  malformed: number;
+  longLines: number;
+  truncations: number;
+  rotations: number;
+}
+
+export interface DocSignature {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface FileCheckpoint {
+  kind: FileKind;
+  place: FilePlace;
+  /** Line files: where the tail stands. */
+  tail: TailCheckpoint | null;
+  /** Binary record files (TensorBoard): where reading stands. Absent in states saved before they were read. */
+  records?: RecordCheckpoint | null;
+  /** Whole documents: the file as it was last read. */
+  doc: DocSignature | null;
+  parser: unknown;
+  counters: FileCounters;
+  /** Records read but held back for the round's other files (see FileSource.held), numbers that are not finite as `{ $number }`. */
+  held?: Batch[];
+}
+
+/** Something about a file that the operator should hear of, once. */
+export interface FileProblem {
+  file: string;
+  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large' | 'corrupt';
+  message: string;
+  offset?: number;
+}
+
+/** Records read together from one file, with the format they were read as. */
+export interface Batch {
+  records: ParsedRecord[];
+  format: FormatId;
+  /** Held back (FileSource.held): since when (epoch ms). */
+  heldAt?: number;
+}
+
+/** Records from one file, with the format they were read as. */
+export type Sink = (records: ParsedRecord[], format: FormatId, source: FileSource) => void;
+
+/** What a source needs besides its file: the parser's and the tailer's options, and where problems go. */
+export interface SourceContext {
+  parser: ParserOptions;
+  /** Line files: how they are tailed. */
+  tail: TailOptions;
+  problem: (p: FileProblem) => void;
+}
+
+export abstract class FileSource<P extends Parser = Parser> {
+  readonly input: InputFormat;
+  readonly parser: P;
+  readonly counters: FileCounters = { lines: 0, records: 0, malformed: 0, longLines: 0, truncations: 0, rotations: 0 };
+  /** Last time new data was read (epoch ms). */
+  lastData: number | null = null;
+  /** When this process first read data of it (epoch ms). */
+  firstData: number | null = null;
+  /** Records from this step on are superseded by a newer file of its stream (a restarted writer) and dropped. */
+  stepLimit: number | null = null;
+  /**
+   * Records read but not yet applied: steps past where the round's other files stand, kept until
+   * they catch up (Pipeline.drainRound). They are part of the checkpoint, as the offset is past them.
+   */
+  held: Batch[] = [];
+  /** The step of the last record of this file applied to its run (null before one with a step). */
+  lastStep: number | null = null;
+  protected readonly problem: (p: FileProblem) => void;
+
+  constructor(
+    readonly file: string,
+    readonly kind: FileKind,
+    readonly place: FilePlace,
+    ctx: SourceContext,
+    saved: FileCheckpoint | null,
+  ) {
+    this.input = inputOf(kind);
+    this.parser = createParser(kind, ctx.parser) as P;
+    this.problem = ctx.problem;
+    if (saved !== null) {
+      Object.assign(this.counters, saved.counters);
+      if (saved.parser !== undefined && saved.parser !== null) this.parser.restore?.(saved.parser);
+      if (saved.held !== undefined) this.held = saved.held.map((b) => ({ ...b, records: b.records.map((r) => revive(r)) }));
+    }
+  }
+
+  /**
+   * Reads what is new. 'more' means the read budget ran out and the file has more to give.
+   * `maxBytes`: a smaller budget for a line file (a reader that merges files by step).
+   */
+  abstract poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome>;
+
+  /** Where reading stands, in the checkpoint's reader fields. */
+  protected abstract position(): Pick<FileCheckpoint, 'tail' | 'records' | 'doc'>;
+
+  /** The watcher saw this file's name change: a line file stats its path at the next read. */
+  suspectPath(): void {}
+
+  /**
+   * Time passes without a read (Daemon.sweep): a format whose records end when the writer pauses
+   * (InputFormat.idleFlush) gives the one it holds once the file has been quiet for `idleMs`.
+   */
+  tick(now: number, idleMs: number, sink: Sink): void {
+    if (this.input.idleFlush !== true || this.lastData === null || now - this.lastData <= idleMs) return;
+    this.finish(sink);
+    this.lastData = null;
+  }
+
+  /** End of input (analyze): emits what multi-line parsers still hold. */
+  finish(sink: Sink): void {
+    const parser = this.parser;
+    if (parser.kind !== 'lines' || parser.flush === undefined) return;
+    const out = parser.flush();
+    if (out.length > 0) {
+      this.counters.records += out.length;
+      sink(out, parser.format(), this);
+    }
+  }
+
+  format(): FormatId {
+    return this.parser.format();
+  }
+
+  checkpoint(): FileCheckpoint {
+    return {
+      kind: this.kind,
+      place: this.place,
+      ...this.position(),
+      parser: this.parser.snapshot?.() ?? null,
+      counters: { ...this.counters },
+      ...(this.held.length > 0 ? { held: this.held.map((b) => ({ ...b, records: b.records.map((r) => keepable(r)) })) } : {}),
+    };
+  }
+
+  async close(): Promise<void> {}
+
+  protected readAt(now: number): void {
+    this.firstData ??= now;
+    this.lastData = now;
+  }
+
+  protected malformed(error: string, offset: number): void {
+    this.counters.malformed++;
+    this.problem({ file: this.file, kind: 'malformed', message: `skipped a malformed line (${error})`, offset });
+  }
+
+  /** Parsed records, counted and handed on. */
+  protected give(records: ParsedRecord[], sink: Sink): void {
+    if (records.length === 0) return;
+    this.counters.records += records.length;
+    sink(records, this.parser.format(), this);
+  }
+}
+
+/** A value as JSON keeps it: a number that is not finite (a NaN reward) becomes `{ $number: 'NaN' }`. */
+function keepable<T>(v: T): T {
+  if (typeof v === 'number') return (Number.isFinite(v) ? v : { $number: String(v) }) as T;
+  if (Array.isArray(v)) return v.map((x: unknown) => keepable(x)) as T;
+  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, keepable(x)])) as T;
+  return v;
+}
+
+/** The inverse of keepable. */
+function revive<T>(v: T): T {
+  if (Array.isArray(v)) return v.map((x: unknown) => revive(x)) as T;
+  if (typeof v === 'object' && v !== null) {
+    const n = (v as { $number?: unknown }).$number;
+    if (typeof n === 'string' && Object.keys(v).length === 1) return Number(n) as T;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, revive(x)])) as T;
+  }
+  return v;
+}
