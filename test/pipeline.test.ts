@@ -202,6 +202,17 @@ describe('pipeline', () => {
     );
     // Not a state of the read path at all: unusable whole.
     assert.equal(fit({ ...saved, runs: {} }).state, null);
+    // A state saved when three inputs had other names (tfevents, selector-debug, generator-debug) fits, renamed.
+    const older = JSON.parse(JSON.stringify(saved)) as ReadState;
+    const names = Object.keys(older.files).slice(0, 3);
+    const earlier = ['tfevents', 'selector-debug', 'generator-debug'];
+    names.forEach((f, i) => ((older.files[f] as unknown as Record<string, unknown>).kind = earlier[i]));
+    const c = fit(older);
+    assert.deepEqual(c.parts, []);
+    assert.deepEqual(
+      names.map((f) => c.state!.files[f]!.kind),
+      ['tensorboard', 'barrag-selector-debug', 'barrag-generator-debug'],
+    );
   });
 
   test('a file that cannot be read is reported once per cause, survived, and read when it recovers', async () => {
