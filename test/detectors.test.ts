@@ -12,6 +12,7 @@ import { DETECTORS } from '../src/detectors/index.js';
 import { DETECTOR_IDS } from '../src/detectors/index.js';
 import { FilterStats } from '../src/runs/filter.js';
 import { DetectorEngine } from '../src/detectors/engine.js';
+import { type ConfigError, parseConfig } from '../src/config/load.js';
 import type { NotifiedAlert } from '../src/alerting/types.js';
 import { formatTransition } from '../src/notifiers/console.js';
 import { messageOf } from '../src/notifiers/render.js';
@@ -228,6 +229,27 @@ describe('each detector declares itself once; the docs agree', () => {
     };
     assert.deepEqual(Object.keys(doc.detectors), [...DETECTOR_IDS]);
     for (const d of DETECTORS) assert.deepEqual(doc.detectors[d.id], d.defaults, `detectors.${d.id} in config/barwatch.example.yaml`);
+  });
+
+  test('a parameter declared a count takes whole numbers from 1; other numbers take fractions', () => {
+    for (const d of DETECTORS)
+      for (const k of d.counts ?? []) {
+        const def = (d.defaults as Record<string, unknown>)[k];
+        assert.ok(Number.isInteger(def) && (def as number) >= 1, `${d.id}.${k} is declared a count but its default is ${String(def)}`);
+      }
+    const at = (text: string): string[] => {
+      try {
+        parseConfig(text, '/etc/b.yaml');
+        return [];
+      } catch (err) {
+        return (err as ConfigError).problems.map((p) => `${p.key}: ${p.message}`);
+      }
+    };
+    assert.deepEqual(at('detectors:\n  generator-stall: {window: 2.5, horizon: 0}\n'), [
+      'detectors.generator-stall.window: must be a whole number, not 2.5',
+      'detectors.generator-stall.horizon: must be from 1 to 1000000',
+    ]);
+    assert.deepEqual(at('detectors:\n  generator-stall: {margin: 0.25}\n  grad-spike: {factor: 2.5}\n'), []);
   });
 
   test("the README's detector table lists every detector with its default severity", () => {

@@ -11,7 +11,7 @@ import { after, describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import type { Notification } from '../src/alerting/types.js';
 import { parseConfig } from '../src/config/load.js';
-import { Secret } from '../src/config/secret.js';
+import { Secret } from '../src/util/secret.js';
 import { buildNotifiers } from '../src/notifiers/index.js';
 import { alertmanagerPayload, createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
 import { createEmailNotifier } from '../src/notifiers/email/index.js';

@@ -16,7 +16,7 @@ import type { Params } from '../detectors/types.js';
 import { parseDuration } from '../util/duration.js';
 import { configSchema, type RawConfig } from './schema.js';
 import { ConfigError, issueProblems, typeName, valueAt, type ConfigProblem } from './problems.js';
-import { Secret } from './secret.js';
+import { Secret } from '../util/secret.js';
 
 export { ConfigError, formatProblem, type ConfigProblem } from './problems.js';
 

@@ -70,7 +70,7 @@ const EXPECTED: Record<string, string> = {
   string: 'a string',
   number: 'a number',
   boolean: 'true or false',
-  int: 'an integer',
+  int: 'a whole number',
 };
 
 function levenshtein(a: string, b: string): number {
@@ -122,7 +122,9 @@ export function issueProblems(file: string, doc: unknown, issue: z.core.$ZodIssu
     case 'invalid_type': {
       const v = valueAt(doc, at);
       const expected = EXPECTED[issue.expected] ?? issue.expected;
-      const message = v === undefined ? `is required (${expected})` : `must be ${expected}, not ${typeName(v)}`;
+      // A fraction where a count goes: the value says more than its type.
+      const given = issue.expected === 'int' && typeof v === 'number' ? String(v) : typeName(v);
+      const message = v === undefined ? `is required (${expected})` : `must be ${expected}, not ${given}`;
       return [{ file, key: keyPath(at), message }];
     }
     case 'invalid_value':

@@ -4,24 +4,11 @@
  */
 import { z } from 'zod';
 import { DETECTORS } from '../detectors/index.js';
-import { boundedDuration, boundedInt, detectorSchema, durationSchema } from '../detectors/params.js';
+import { detectorSchema } from '../detectors/params.js';
+import { boundedDuration, boundedInt, durationSchema, emailAddress, httpUrl } from '../util/schema.js';
 import { DEFAULT_REACH, FOLLOW_SYMLINKS } from '../sources/reach.js';
 
 const duration = durationSchema;
-
-/** An address a channel can be reached at: http(s) with a host (`htp:/host` parses as a URL but reaches nothing). */
-const httpUrl = z.string().refine(
-  (s) => {
-    try {
-      const u = new URL(s);
-      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
-    } catch {
-      return false;
-    }
-  },
-  { message: 'must be an http:// or https:// URL with a host' },
-);
-const emailAddress = z.string().regex(/^[^\s@<>,;]+@[^\s@<>,;]+$/, { message: 'must be an email address such as name@example.org' });
 
 const watch = z.strictObject({
   roots: z.array(z.string().min(1)).min(1).default(['.']),

@@ -108,6 +108,7 @@ export const boundaryOscillation: Detector<P> = {
   scope: 'round',
   description: 'Persistent periodic swings of the boundary reward, or a high spread that does not fall.',
   defaults: boundaryOscillationDefaults,
+  counts: ['window', 'windows', 'min_period', 'max_period'],
   every: (p) => Math.max(1, Math.floor(p.window / 4)),
   detect(run, p) {
     const out: Draft[] = [];

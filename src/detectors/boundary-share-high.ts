@@ -18,6 +18,7 @@ export const boundaryShareHigh: Detector<P> = {
   immediate: true,
   description: 'Post-filter share of boundary questions above max_share; critical with falling accuracy.',
   defaults: { enabled: true, severity: 'warning', max_share: 0.4, min_questions: 50, band_low: 0.25, band_high: 0.35 },
+  counts: ['min_questions'],
   every: () => 8,
   detect(run, p) {
     const f = shareFacts(run, p);

@@ -19,6 +19,7 @@ export const boundaryShareLow: Detector<P> = {
   immediate: true,
   description: 'Post-filter share of boundary questions (accuracy in [0.4, 0.6]) below min_share.',
   defaults: { enabled: true, severity: 'warning', min_share: 0.25, min_questions: 50, band_low: 0.25, band_high: 0.35 },
+  counts: ['min_questions'],
   every: () => 1,
   detect(run, p) {
     const f = shareFacts(run, p);

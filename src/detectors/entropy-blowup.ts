@@ -22,6 +22,7 @@ export const entropyBlowup: Detector<P> = {
   scope: 'round',
   description: "The policy's entropy rises several-fold above its early level and past an absolute level.",
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 10, factor: 4, level: 1 },
+  counts: ['early_points', 'window'],
   every: () => 1,
   detect(run, p) {
     const out: Draft[] = [];

@@ -26,6 +26,7 @@ export const entropyCollapse: Detector<P> = {
   scope: 'round',
   description: "The policy's entropy falls an order of magnitude below its early level, or under a floor.",
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 10, factor: 10, floor: 0.005 },
+  counts: ['early_points', 'window'],
   every: () => 1,
   detect(run, p) {
     const out: Draft[] = [];

@@ -69,6 +69,7 @@ export const formatDominance: Detector<P> = {
   scope: 'run',
   description: 'Format weight >= ratio x boundary weight, or the boundary carries < min_share of the reward signal.',
   defaults: { enabled: true, severity: 'warning', ratio: 3, min_share: 0.4, min_points: 32, min_signal: 0.02 },
+  counts: ['min_points'],
   every: () => 4,
   detect(run, p) {
     const rounds = roundsOf(run, 'selector').filter((r) => r.series.has('boundary'));

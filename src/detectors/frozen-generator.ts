@@ -159,6 +159,7 @@ export const frozenGenerator: Detector<P> = {
   scope: 'round',
   description: 'The generator did not change between rounds (missing round, repeated curves).',
   defaults: { enabled: true, severity: 'critical', min_steps: 64, segments: 16, max_nrmse: 1.5, short_fraction: 0.5, alpha: 0.01 },
+  counts: ['min_steps', 'segments'],
   every: () => 8,
   detect(run, p) {
     const out: Draft[] = [];

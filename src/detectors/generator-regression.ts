@@ -111,6 +111,7 @@ export const generatorRegression: Detector<P> = {
   scope: 'run',
   description: 'Accuracy falls significantly within a round or from one round to the next.',
   defaults: DEFAULTS,
+  counts: ['window', 'min_steps'],
   every: () => 8,
   detect(run, p) {
     const d = accuracyDecline(run, p);

@@ -82,6 +82,7 @@ export const generatorStall: Detector<P> = {
   scope: 'run',
   description: 'Accuracy stays below the target c by more than margin with no significant upward trend.',
   defaults: { enabled: true, severity: 'warning', window: 128, min_points: 128, margin: 0.05, alpha: 0.01, min_rise: 0.01, horizon: 320 },
+  counts: ['window', 'min_points', 'horizon'],
   every: () => 8,
   detect(run, p) {
     const src = accuracySources(run)[0];

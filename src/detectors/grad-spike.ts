@@ -25,6 +25,7 @@ export const gradSpike: Detector<P> = {
   scope: 'round',
   description: 'The gradient norm jumps to many times its rolling median, repeatedly.',
   defaults: { enabled: true, severity: 'warning', factor: 10, window: 20, count: 3, horizon: 50 },
+  counts: ['window', 'count', 'horizon'],
   every: () => 2,
   detect(run, p) {
     const out: Draft[] = [];

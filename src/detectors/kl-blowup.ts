@@ -33,6 +33,7 @@ export const klBlowup: Detector<P> = {
   scope: 'round',
   description: 'The KL divergence rises far above its early level and past an absolute level, and stays.',
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 5, factor: 20, level: 0.5, update_level: 0.1 },
+  counts: ['early_points', 'window'],
   every: () => 1,
   detect(run, p) {
     const out: Draft[] = [];

@@ -23,6 +23,7 @@ export const lengthAtLimit: Detector<P> = {
   scope: 'round',
   description: 'Most completions are cut at the generation limit (clipped ratio >= 0.8, or the mean length pinned at the max), sustained.',
   defaults: { enabled: true, severity: 'warning', window: 5, clipped: 0.8, pinned: 0.98 },
+  counts: ['window'],
   every: () => 1,
   detect(run, p) {
     const out: Draft[] = [];

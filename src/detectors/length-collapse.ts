@@ -25,6 +25,7 @@ export const lengthCollapse: Detector<P> = {
   scope: 'round',
   description: 'The mean response length falls by more than half within a few steps and does not come back.',
   defaults: { enabled: true, severity: 'warning', window: 5, horizon: 10, drop: 0.5, recover: 0.8 },
+  counts: ['window', 'horizon'],
   every: () => 2,
   detect(run, p) {
     const out: Draft[] = [];

@@ -24,6 +24,7 @@ export const lowRollouts: Detector<P> = {
   immediate: true,
   description: 'Fewer than min_k generator rollouts per evidence set (from the configs or the logs).',
   defaults: { enabled: true, severity: 'warning', min_k: 5, max_se: 0.16 },
+  counts: ['min_k'],
   every: () => 1,
   detect(run, p) {
     let k: number | undefined;

@@ -91,6 +91,7 @@ export const noLearningSignal: Detector<P> = {
   scope: 'round',
   description: 'Every group of completions gets the same reward (zero advantage): nothing is learned.',
   defaults: { enabled: true, severity: 'critical', window: 15, zero_std_frac: 0.95, max_std: 0.01 },
+  counts: ['window'],
   every: () => 1,
   detect(run, p) {
     const out: Draft[] = [];

@@ -64,6 +64,7 @@ export const rewardCollapse: Detector<P> = {
   scope: 'round',
   description: 'The reward falls to ~0 and stays there with ~zero within-step spread.',
   defaults: { enabled: true, severity: 'critical', window: 8, level: 0.05, earlier_min: 0.2, zero_std_frac: 0.8, max_std: 0.05 },
+  counts: ['window'],
   every: () => 1,
   detect(run, p) {
     const out: Draft[] = [];

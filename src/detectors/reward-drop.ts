@@ -30,6 +30,7 @@ export const rewardDrop: Detector<P> = {
   scope: 'round',
   description: 'The main reward falls well beyond its noise and stays at least 25% below its level before the fall.',
   defaults: { enabled: true, severity: 'warning', min_after: 10, before_points: 20, drop: 0.25, zero_level: 0.05, alpha: 0.001 },
+  counts: ['min_after', 'before_points'],
   every: () => 2,
   detect(run, p) {
     const out: Draft[] = [];

@@ -52,6 +52,7 @@ export const rewardHacking: Detector<P> = {
   scope: 'round',
   description: "One reward component (format, length, style) rises while the task's accuracy or main reward falls.",
   defaults: { enabled: true, severity: 'warning', min_points: 24, min_rise: 0.05, min_fall: 0.05, alpha: 0.001 },
+  counts: ['min_points'],
   every: () => 4,
   detect(run, p) {
     const out: Draft[] = [];

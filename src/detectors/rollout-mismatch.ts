@@ -21,6 +21,7 @@ export const rolloutMismatch: Detector<P> = {
   scope: 'round',
   description: "The trainer's and the rollout engine's token probabilities differ beyond verl's documented limit, sustained.",
   defaults: { enabled: true, severity: 'warning', window: 5, limit: 0.01 },
+  counts: ['window'],
   every: () => 1,
   detect(run, p) {
     const out: Draft[] = [];

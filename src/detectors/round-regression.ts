@@ -25,6 +25,7 @@ export const roundRegression: Detector<P> = {
   scope: 'round',
   description: 'Boundary reward mean falls and its variance rises from one selector round to the next.',
   defaults: { enabled: true, severity: 'warning', min_steps: 64, alpha: 0.01, min_drop: 0.02, min_ratio: 1.7, segments: 8 },
+  counts: ['min_steps', 'segments'],
   every: () => 8,
   detect(run, p) {
     const out: Draft[] = [];

@@ -46,6 +46,7 @@ export const staleRun: Detector<P> = {
   scope: 'run',
   description: 'A run stops writing for much longer than its usual interval and has not finished.',
   defaults: { enabled: true, severity: 'warning', min_silence: '10m', factor: 10, min_intervals: 5, assume_finished_after: '24h' },
+  counts: ['min_intervals'],
   every: () => 1,
   timeBased: true,
   detect(run, p, ctx) {

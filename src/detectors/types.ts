@@ -40,6 +40,8 @@ export interface Detector<P extends Params = Params> {
   readonly cleared: string;
   /** Every parameter with its default; the config may override each (detectors.<id>.<param>). */
   readonly defaults: P;
+  /** The parameters that count steps, points, windows or segments: whole numbers from 1 (others are any number from 0). */
+  readonly counts?: readonly string[];
   /** Evaluate at most once every this many new records of a run (heavy detectors ask for more). */
   every(p: P): number;
   /**

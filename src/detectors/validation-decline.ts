@@ -26,6 +26,7 @@ export const validationDecline: Detector<P> = {
   scope: 'round',
   description: 'A validation score falls well below its best while the training reward holds or rises.',
   defaults: { enabled: true, severity: 'warning', points: 3, drop: 0.1, min_drop: 0.03, train_tolerance: 0.05 },
+  counts: ['points'],
   every: () => 2,
   detect(run, p) {
     const out: Draft[] = [];

@@ -3,7 +3,7 @@
  * dedup, silence and routing layer. Labels: alertname (the detector id), run, round, severity.
  */
 import type { Notification, SendResult } from '../../alerting/types.js';
-import { redact, type Secret } from '../../config/secret.js';
+import { redact, type Secret } from '../../util/secret.js';
 import { keyEvidence } from '../render.js';
 import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
 

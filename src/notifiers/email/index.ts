@@ -6,7 +6,7 @@
 import nodemailer from 'nodemailer';
 import type { SendMailOptions } from 'nodemailer';
 import type { Notification, SendResult } from '../../alerting/types.js';
-import { redact, type Secret } from '../../config/secret.js';
+import { redact, type Secret } from '../../util/secret.js';
 import { keyEvidence, messageOf, plainText, title } from '../render.js';
 import type { Summary } from '../../summary/build.js';
 import { causeOf, type Notifier } from '../types.js';

@@ -5,7 +5,7 @@
  */
 import { IncomingWebhook, IncomingWebhookHTTPError, IncomingWebhookRequestError, type FetchFunction } from '@slack/webhook';
 import type { Notification, SendResult } from '../../alerting/types.js';
-import { redact, type Secret } from '../../config/secret.js';
+import { redact, type Secret } from '../../util/secret.js';
 import type { Summary } from '../../summary/build.js';
 import { escapeSlack, keyEvidence, messageOf, plainText, title } from '../render.js';
 import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
