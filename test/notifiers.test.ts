@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { inspect } from 'node:util';
 import type { Notification } from '../src/alerting/types.js';
-import { parseConfig } from '../src/config/load.js';
+import { channelCommon, parseConfig } from '../src/config/load.js';
 import { Secret } from '../src/util/secret.js';
 import { buildNotifiers } from '../src/notifiers/index.js';
 import { alertmanagerPayload, createAlertmanagerNotifier } from '../src/notifiers/alertmanager/index.js';
@@ -298,7 +298,7 @@ describe('Alertmanager behind a path prefix and basic auth', () => {
         /s3cr3t/,
         `${how}: the password is not in the config's text`,
       );
-      const [am] = buildNotifiers(config);
+      const [am] = buildNotifiers(config.notify, channelCommon(config));
       assert.equal(am!.name, 'alertmanager');
       assert.deepEqual(await am!.send(notification()), { ok: true }, how);
       assert.equal(srv.requests.at(-1)!.path, '/alertmanager/api/v2/alerts', `${how}: the prefix is kept`);
@@ -307,7 +307,7 @@ describe('Alertmanager behind a path prefix and basic auth', () => {
       `notify:\n  alertmanager: {url: "${srv.url.replace('http://', 'http://barwatch:wrong-pw@')}"}\n`,
       path.join(dir, 'c.yaml'),
     );
-    const r = await buildNotifiers(wrong)[0]!.send(notification());
+    const r = await buildNotifiers(wrong.notify, channelCommon(wrong))[0]!.send(notification());
     assert.deepEqual(r, {
       ok: false,
       retry: false,
@@ -318,7 +318,7 @@ describe('Alertmanager behind a path prefix and basic auth', () => {
   test('a list of URLs is one channel per peer, each named by its address', () => {
     const c = parseConfig('notify:\n  alertmanager: {url: ["http://127.0.0.1:9093", "http://127.0.0.1:9094/am"]}\n', '/etc/b.yaml');
     assert.deepEqual(
-      buildNotifiers(c).map((n) => n.name),
+      buildNotifiers(c.notify, channelCommon(c)).map((n) => n.name),
       ['alertmanager@127.0.0.1:9093', 'alertmanager@127.0.0.1:9094'],
     );
     assert.deepEqual(c.notify.alertmanager?.urls, ['http://127.0.0.1:9093/', 'http://127.0.0.1:9094/am']);

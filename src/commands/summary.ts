@@ -7,6 +7,7 @@ import { fitReadState } from '../pipeline/state-schema.js';
 import { RunRegistry } from '../runs/registry.js';
 import { loadState } from '../state/file.js';
 import { stateLayout } from '../state/layout.js';
+import { channelCommon } from '../config/load.js';
 import { EXIT, fail } from './common.js';
 import { noStateHelp, sayWhere, setup } from './setup.js';
 
@@ -42,7 +43,7 @@ export function registerSummary(program: Command): void {
         process.stdout.write(`${s.subject}\n\n${s.text}\n`);
         return;
       }
-      const notifiers = buildNotifiers(config);
+      const notifiers = buildNotifiers(config.notify, channelCommon(config));
       const results = await sendSummary(config, notifiers, s);
       for (const n of notifiers) await n.close?.();
       for (const r of results) process.stdout.write(`${r.channel}: ${r.ok ? 'sent' : `not sent: ${r.error}`}\n`);

@@ -1,4 +1,5 @@
 /** `barwatch test-alert`: one test notification through every configured channel. */
+import { channelCommon } from '../config/load.js';
 import type { Command } from 'commander';
 import { EXIT } from './common.js';
 import { sayWhere, setup } from './setup.js';
@@ -13,7 +14,7 @@ export function registerTestAlert(program: Command): void {
       sayWhere(where);
       const config = where.config;
       const [{ buildNotifiers }, { newId }] = await Promise.all([import('../notifiers/index.js'), import('../alerting/dispatch.js')]);
-      const notifiers = buildNotifiers(config);
+      const notifiers = buildNotifiers(config.notify, channelCommon(config));
       process.stdout.write('console: delivered\n');
       if (notifiers.length === 0) {
         process.stdout.write('no other channel is configured (notify.slack, notify.email, notify.alertmanager)\n');

@@ -17,6 +17,8 @@ import { parseDuration } from '../util/duration.js';
 import { configSchema, type RawConfig } from './schema.js';
 import { ConfigError, issueProblems, typeName, valueAt, type ConfigProblem } from './problems.js';
 import { Secret } from '../util/secret.js';
+import { CHANNELS, type ChannelId, type ChannelSettings } from '../notifiers/index.js';
+import type { ChannelCommon, ChannelSpec } from '../notifiers/channel.js';
 
 export { ConfigError, formatProblem, type ConfigProblem } from './problems.js';
 
@@ -49,18 +51,9 @@ export interface Config {
     repeatIntervalMs: number;
     resolveNotify: boolean;
   };
-  notify: {
-    slack?: { webhookUrl: Secret };
-    email?: {
-      smtp: { host: string; port: number; secure: boolean; requireTls: boolean; user?: string; pass?: Secret };
-      from: string;
-      to: string[];
-    };
-    /** `urls` without credentials; `auth` from user:pass@ in a URL or username and password_file. */
-    alertmanager?: { urls: string[]; resendMs: number; auth?: { user: string; pass: Secret } };
-    timeoutMs: number;
-  };
-  summary: { cron: string; timezone: string; channels: ('email' | 'slack')[] };
+  /** Each configured channel's settings, resolved (notifiers/<channel>/channel.ts). */
+  notify: ChannelSettings & { timeoutMs: number };
+  summary: { cron: string; timezone: string; channels: ChannelId[] };
   http: {
     listen?: { host: string; port: number };
     expose: boolean;
@@ -259,89 +252,31 @@ function secret(
   return undefined;
 }
 
-/**
- * Alertmanager peers: credentials in a URL (`http://user:pass@host:9093`) are taken out of it
- * (fetch refuses such URLs, and a URL is logged) and sent as basic auth; `username` with
- * `password_file` or BARWATCH_ALERTMANAGER_PASSWORD does the same without a secret in the config.
- */
-function resolveAlertmanager(
-  r: Resolving,
-  am: NonNullable<RawConfig['notify']['alertmanager']>,
-): NonNullable<Config['notify']['alertmanager']> {
-  const urls: string[] = [];
-  let auth: { user: string; pass: Secret } | undefined;
-  const list = typeof am.url === 'string' ? [am.url] : am.url;
-  list.forEach((raw, i) => {
-    const u = new URL(raw);
-    if (u.username !== '' || u.password !== '') {
-      const found = { user: decodeURIComponent(u.username), pass: new Secret(decodeURIComponent(u.password), 'notify.alertmanager.url') };
-      if (auth !== undefined && (auth.user !== found.user || auth.pass.reveal() !== found.pass.reveal()))
-        r.problems.push({
-          file: r.name,
-          key: `notify.alertmanager.url${typeof am.url === 'string' ? '' : `[${i}]`}`,
-          message: 'every peer must take the same credentials',
-        });
-      auth = found;
-      u.username = '';
-      u.password = '';
-    }
-    urls.push(u.toString());
-  });
-  if (am.username !== undefined) {
-    if (auth !== undefined) {
-      r.problems.push({ file: r.name, key: 'notify.alertmanager.username', message: 'give the user in the URL or in username, not both' });
-    } else {
-      const pass = secret(r, 'notify.alertmanager', 'password', undefined, am.password_file, 'BARWATCH_ALERTMANAGER_PASSWORD', true);
-      if (pass !== undefined) auth = { user: am.username, pass };
-    }
-  } else if (am.password_file !== undefined) {
-    r.problems.push({ file: r.name, key: 'notify.alertmanager.password_file', message: 'needs username' });
+/** The channels, each resolving its own settings (secrets, checks across its keys). */
+function resolveNotify(r: Resolving): Config['notify'] {
+  const notify: Record<string, unknown> = {};
+  const given = r.raw.notify as Record<string, unknown>;
+  for (const c of CHANNELS as readonly ChannelSpec[]) {
+    const raw = given[c.id];
+    if (raw === undefined) continue;
+    const section = `notify.${c.id}`;
+    const under = (key: string): string => (key === '' ? section : `${section}.${key}`);
+    const s = c.settings(raw, {
+      secret: (key, direct, file, envName, required) => {
+        const at = under(key);
+        const dot = at.lastIndexOf('.');
+        return secret(r, at.slice(0, dot), at.slice(dot + 1), direct, file, envName, required);
+      },
+      problem: (key, message) => r.problems.push({ file: r.name, key: under(key), message }),
+    });
+    if (s !== undefined) notify[c.id] = s;
   }
-  return { urls, resendMs: parseDuration(am.resend_interval)!, ...(auth !== undefined ? { auth } : {}) };
+  return { ...(notify as ChannelSettings), timeoutMs: parseDuration(r.raw.notify.timeout)! };
 }
 
-/** The channels, their secrets resolved. */
-function resolveNotify(r: Resolving): Config['notify'] {
-  const notify: Config['notify'] = { timeoutMs: parseDuration(r.raw.notify.timeout)! };
-  const slack = r.raw.notify.slack;
-  if (slack !== undefined) {
-    const url = secret(r, 'notify.slack', 'webhook_url', slack.webhook_url, slack.webhook_url_file, 'BARWATCH_SLACK_WEBHOOK_URL', true);
-    if (url !== undefined) notify.slack = { webhookUrl: url };
-  }
-  const email = r.raw.notify.email;
-  if (email !== undefined) {
-    const smtp = email.smtp;
-    const pass = secret(r, 'notify.email.smtp', 'pass', smtp.pass, smtp.pass_file, 'BARWATCH_SMTP_PASS', false);
-    if (pass !== undefined && smtp.user === undefined) {
-      r.problems.push({ file: r.name, key: 'notify.email.smtp.user', message: 'is required when a password is given' });
-    }
-    // A password goes out only inside TLS: implicit TLS (secure), or STARTTLS required.
-    const plaintextRisk = pass !== undefined && !smtp.secure && !smtp.allow_plaintext_auth;
-    if (smtp.require_tls === false && plaintextRisk) {
-      r.problems.push({
-        file: r.name,
-        key: 'notify.email.smtp.require_tls',
-        message:
-          'false would send the SMTP password in clear text to a server without STARTTLS; set allow_plaintext_auth: true to allow that (a relay on loopback)',
-      });
-    }
-    notify.email = {
-      smtp: {
-        host: smtp.host,
-        port: smtp.port,
-        secure: smtp.secure,
-        requireTls: smtp.require_tls ?? plaintextRisk,
-        ...(smtp.user !== undefined ? { user: smtp.user } : {}),
-        ...(pass !== undefined ? { pass } : {}),
-      },
-      from: email.from,
-      to: email.to,
-    };
-  }
-  const am = r.raw.notify.alertmanager;
-  if (am !== undefined) notify.alertmanager = resolveAlertmanager(r, am);
-
-  return notify;
+/** What every channel is made with, from the config (notifiers/channel.ts). */
+export function channelCommon(config: Config): ChannelCommon {
+  return { timeoutMs: config.notify.timeoutMs, ...(config.http.externalUrl !== undefined ? { externalUrl: config.http.externalUrl } : {}) };
 }
 
 /** The summary's schedule, time zone and channels. */
@@ -357,7 +292,7 @@ function checkSummary(r: Resolving): void {
   // Channels the file lists explicitly must be configured (the default [email] is quietly unused).
   if (Array.isArray(valueAt(r.doc, ['summary', 'channels']))) {
     for (const [i, ch] of r.raw.summary.channels.entries()) {
-      if (r.raw.notify[ch] === undefined) {
+      if ((r.raw.notify as Record<string, unknown>)[ch] === undefined) {
         r.problems.push({ file: r.name, key: `summary.channels[${i}]`, message: `${ch} is listed but notify.${ch} is not configured` });
       }
     }

@@ -5,8 +5,9 @@
 import { z } from 'zod';
 import { DETECTORS } from '../detectors/index.js';
 import { detectorSchema } from '../detectors/params.js';
-import { boundedDuration, boundedInt, durationSchema, emailAddress, httpUrl } from '../util/schema.js';
+import { boundedDuration, boundedInt, durationSchema } from '../util/schema.js';
 import { DEFAULT_REACH, FOLLOW_SYMLINKS } from '../sources/reach.js';
+import { NOTIFY_SHAPE, SUMMARY_CHANNELS, type ChannelId } from '../notifiers/index.js';
 
 const duration = durationSchema;
 
@@ -64,44 +65,9 @@ const alerting = z.strictObject({
   resolve_notify: z.boolean().default(true),
 });
 
-const slack = z.strictObject({
-  webhook_url: httpUrl.optional(),
-  webhook_url_file: z.string().min(1).optional(),
-});
-
-const email = z.strictObject({
-  smtp: z
-    .strictObject({
-      host: z.string().min(1).default('localhost'),
-      port: z.number().int().min(1).max(65535).default(587),
-      secure: z.boolean().default(false),
-      user: z.string().optional(),
-      pass: z.string().optional(),
-      pass_file: z.string().min(1).optional(),
-      /** STARTTLS required before the login; on by default whenever a password is configured. */
-      require_tls: z.boolean().optional(),
-      /** Lets a password go without TLS (a relay on loopback): require_tls is then off by default. */
-      allow_plaintext_auth: z.boolean().default(false),
-    })
-    .prefault({}),
-  from: emailAddress.default('barwatch@localhost'),
-  to: z.array(emailAddress).min(1),
-});
-
+/** `notify`: each channel's own settings (notifiers/<channel>/channel.ts), and the timeout they share. */
 const notify = z.strictObject({
-  slack: slack.optional(),
-  email: email.optional(),
-  alertmanager: z
-    .strictObject({
-      /** One Alertmanager, or every peer of a cluster: each alert goes to each. A path prefix is kept. */
-      url: z.union([httpUrl, z.array(httpUrl).min(1)]),
-      /** HTTP basic auth: here with password_file (or BARWATCH_ALERTMANAGER_PASSWORD), or as user:pass@ in the URL. */
-      username: z.string().min(1).optional(),
-      password_file: z.string().min(1).optional(),
-      /** Firing alerts are sent again this often, below Alertmanager's resolve_timeout (5m by default). */
-      resend_interval: boundedDuration('1s', '1h').default('1m'),
-    })
-    .optional(),
+  ...NOTIFY_SHAPE,
   /** How long one send may take (connect, answer) before it counts as failed and is retried. */
   timeout: boundedDuration('100ms', '10m').default('10s'),
 });
@@ -109,7 +75,7 @@ const notify = z.strictObject({
 const summary = z.strictObject({
   cron: z.string().min(9).default('0 23 * * *'),
   timezone: z.string().min(1).default('UTC'),
-  channels: z.array(z.enum(['email', 'slack'])).default(['email']),
+  channels: z.array(z.enum(SUMMARY_CHANNELS as [ChannelId, ...ChannelId[]])).default(['email']),
 });
 
 const http = z.strictObject({

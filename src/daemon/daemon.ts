@@ -6,7 +6,7 @@
 import { promises as fsp } from 'node:fs';
 import type { ScheduledTask } from 'node-cron';
 import { Alerting } from '../alerting/service.js';
-import type { Config } from '../config/load.js';
+import { channelCommon, type Config } from '../config/load.js';
 import { DetectorEngine, type Transition } from '../detectors/engine.js';
 import type { Finding } from '../detectors/types.js';
 import { EventHub } from '../http/events.js';
@@ -364,7 +364,7 @@ export class Daemon {
   }
 
   private buildAlerting(config: Config): Alerting {
-    this.notifierList = this.opts.notifiers ?? buildNotifiers(config);
+    this.notifierList = this.opts.notifiers ?? buildNotifiers(config.notify, channelCommon(config));
     return new Alerting({
       layout: this.layout,
       lifecycle: { forMs: config.alerting.forMs, keepFiringForMs: config.alerting.keepFiringForMs },

@@ -1,35 +1,34 @@
-/** Every notifier, built from the config in one place. Console and alerts.jsonl are always on (console.ts). */
-import type { Config } from '../config/load.js';
-import { createAlertmanagerNotifier } from './alertmanager/index.js';
-import { createEmailNotifier } from './email/index.js';
-import { createSlackNotifier } from './slack/index.js';
-import { endpointOf, type Notifier } from './types.js';
+/**
+ * Every channel, in one list: a channel is its folder (its notifier and channel.ts) and one line
+ * here. Console and alerts.jsonl are always on (console.ts).
+ */
+import type { z } from 'zod';
+import { alertmanagerChannel } from './alertmanager/channel.js';
+import type { ChannelCommon, ChannelSpec } from './channel.js';
+import { emailChannel } from './email/channel.js';
+import { slackChannel } from './slack/channel.js';
+import type { Notifier } from './types.js';
 
-export interface NotifierOverrides {
-  /** Tests against a loopback SMTP server with a self-signed certificate. */
-  emailTls?: { rejectUnauthorized: boolean };
-}
+export const CHANNELS = [slackChannel, emailChannel, alertmanagerChannel] as const;
 
-export function buildNotifiers(config: Config, o: NotifierOverrides = {}): Notifier[] {
+type Channels = (typeof CHANNELS)[number];
+export type ChannelId = Channels['id'];
+
+/** The channels that can carry the nightly summary (summary.channels). */
+export const SUMMARY_CHANNELS = CHANNELS.filter((c) => c.summary).map((c) => c.id);
+
+/** `notify` as the config gives it: each channel's schema under its id. */
+export type NotifyShape = { [C in Channels as C['id']]: z.ZodOptional<C['schema']> };
+export const NOTIFY_SHAPE = Object.fromEntries(CHANNELS.map((c) => [c.id, c.schema.optional()])) as unknown as NotifyShape;
+
+/** Each configured channel's resolved settings (ChannelSpec.settings). */
+export type ChannelSettings = { [C in Channels as C['id']]?: C extends ChannelSpec<string, z.ZodType, infer R> ? R : never };
+
+export function buildNotifiers(settings: ChannelSettings, common: ChannelCommon): Notifier[] {
   const out: Notifier[] = [];
-  const n = config.notify;
-  const timeoutMs = n.timeoutMs;
-  if (n.slack !== undefined) out.push(createSlackNotifier({ webhookUrl: n.slack.webhookUrl, timeoutMs }));
-  if (n.email !== undefined)
-    out.push(createEmailNotifier({ ...n.email, timeoutMs, ...(o.emailTls !== undefined ? { tls: o.emailTls } : {}) }));
-  const am = n.alertmanager;
-  // One channel per peer, each with its own queue, retries and record of what was sent.
-  if (am !== undefined)
-    for (const url of am.urls)
-      out.push(
-        createAlertmanagerNotifier({
-          url,
-          timeoutMs,
-          refreshMs: am.resendMs,
-          ...(am.auth !== undefined ? { auth: am.auth } : {}),
-          ...(am.urls.length > 1 ? { name: `alertmanager@${endpointOf(url)}` } : {}),
-          ...(config.http.externalUrl !== undefined ? { dashboardUrl: config.http.externalUrl } : {}),
-        }),
-      );
+  for (const c of CHANNELS as readonly ChannelSpec[]) {
+    const s = (settings as Record<string, unknown>)[c.id];
+    if (s !== undefined) out.push(...c.create(s, common));
+  }
   return out;
 }

@@ -1,12 +1,17 @@
 /** Builds the summary from a run registry and the alert log, and sends it to summary.channels. */
-import type { Config } from '../config/load.js';
 import type { RunState } from '../runs/run.js';
 import type { Finding } from '../detectors/types.js';
 import { stateLayout } from '../state/layout.js';
 import { buildSummary, readAlertLog, type Summary } from './build.js';
 
+/** What the summary needs of the config: where the alert log is, the time zone and the channels. */
+export interface SummaryConfig {
+  stateDir: string;
+  summary: { timezone: string; channels: readonly string[] };
+}
+
 export async function summaryOf(
-  config: Config,
+  config: SummaryConfig,
   runs: RunState[],
   now: number,
   withCharts = true,
@@ -28,7 +33,7 @@ export interface ChannelResult {
   error?: string;
 }
 
-export async function sendSummary(config: Config, notifiers: readonly SummaryChannel[], s: Summary): Promise<ChannelResult[]> {
+export async function sendSummary(config: SummaryConfig, notifiers: readonly SummaryChannel[], s: Summary): Promise<ChannelResult[]> {
   const out: ChannelResult[] = [];
   for (const channel of config.summary.channels) {
     const n = notifiers.find((x) => x.name === channel);
