@@ -105,8 +105,8 @@ describe('valid configs', () => {
     const c = loadConfig(path.join(REPO, 'config', 'barwatch.example.yaml'));
     assert.deepEqual(c.watch.roots, [path.join(REPO, 'config')]);
     assert.equal(c.stateDir, path.join(REPO, 'config', '.barwatch'));
-    assert.equal(c.alerting.groupWaitMs, 10_000);
-    assert.equal(c.alerting.repeatIntervalMs, 4 * 3_600_000);
+    assert.equal(c.alerting.dispatch.groupWaitMs, 10_000);
+    assert.equal(c.alerting.dispatch.repeatIntervalMs, 4 * 3_600_000);
     assert.equal(c.watch.pollIntervalMs, 1000);
     assert.equal(c.summary.cron, '0 23 * * *');
     assert.equal(c.tail.maxLineBytes, 1 << 20);

@@ -224,9 +224,18 @@ describe('barwatch watch: SIGHUP', () => {
     d.child.kill('SIGHUP');
     await d.waitFor((l) => l.msg === 'SIGHUP: new configuration refused; the running one stays');
     assert.ok(d.logs.some((l) => l.msg.endsWith('detectors.low-rollouts.min_k: must be a number, not a string')));
-    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace('{min_k: "five"}', '{enabled: false}'));
+    // What applies at once is applied and named; what a running daemon cannot change is named too.
+    writeFileSync(
+      cfg,
+      readFileSync(cfg, 'utf8').replace('{min_k: "five"}', '{enabled: false}') +
+        'parse: {max_line_bytes: 4096}\nsummary: {cron: "0 6 * * *"}\n',
+    );
     d.child.kill('SIGHUP');
-    await d.waitFor((l) => l.msg === 'configuration reloaded');
+    const reloaded = await d.waitFor((l) => l.msg.startsWith('configuration reloaded'));
+    assert.equal(
+      reloaded.msg,
+      'configuration reloaded: detectors.low-rollouts.enabled applied; parse.max_line_bytes, summary.cron take effect at the next restart',
+    );
     await d.waitFor((l) => l.msg.startsWith('resolved: low-rollouts'));
     assert.equal(await d.stop(), 0);
     const alerts = readFileSync(path.join(dir, 'state', 'alerts.jsonl'), 'utf8')

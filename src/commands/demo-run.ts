@@ -51,7 +51,10 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
     // A finished run is judged with everything read a second after its last line.
     watch: { ...o.config.watch, roots: [dir], settleAfterMs: 1000 },
     stateDir: path.join(dir, '.barwatch'),
-    alerting: { ...o.config.alerting, forMs: 0, groupWaitMs: 0 },
+    alerting: {
+      lifecycle: { ...o.config.alerting.lifecycle, forMs: 0 },
+      dispatch: { ...o.config.alerting.dispatch, groupWaitMs: 0 },
+    },
     http: { ...o.config.http },
     log: { level: 'error', format: 'auto' },
   };

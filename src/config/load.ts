@@ -7,66 +7,39 @@ import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs
 import path from 'node:path';
 import * as yaml from 'js-yaml';
 import cron from 'node-cron';
-import type { ParserOptions } from '../parsers/types.js';
-import type { StatsOptions } from '../runs/series.js';
-import type { TailOptions } from '../sources/tailer.js';
-import type { ReachOptions } from '../sources/reach.js';
 import { DETECTORS } from '../detectors/index.js';
 import type { Params } from '../detectors/types.js';
 import { parseDuration } from '../util/duration.js';
 import { configSchema, type RawConfig } from './schema.js';
 import { ConfigError, issueProblems, typeName, valueAt, type ConfigProblem } from './problems.js';
 import { Secret } from '../util/secret.js';
-import { CHANNELS, type ChannelId, type ChannelSettings } from '../notifiers/index.js';
+import { CHANNELS, type ChannelSettings } from '../notifiers/index.js';
 import type { ChannelCommon, ChannelSpec } from '../notifiers/channel.js';
 
 export { ConfigError, formatProblem, type ConfigProblem } from './problems.js';
 
-export interface Config {
+/**
+ * The configuration as the code uses it: the schema's output (schema.ts says every key once, with
+ * its default and bounds), with paths absolute, secrets read, the listen address parsed and every
+ * detector's parameters complete.
+ */
+export type Config = Omit<RawConfig, 'notify' | 'http' | 'detectors'> & {
   /** The file it came from; null for the built-in defaults. */
   file: string | null;
   /** Which of the places barwatch must find the file itself set (the rest are defaults). */
   given: { stateDir: boolean; roots: boolean };
-  watch: {
-    roots: string[];
-    poll: boolean;
-    pollIntervalMs: number;
-    statusIntervalMs: number;
-    checkpointIntervalMs: number;
-    sweepIntervalMs: number;
-    /** A run quiet this long is judged decisively (watch.settle_after). */
-    settleAfterMs: number;
-    /** Symlinks followed and files per root (sources/reach.ts). */
-    reach: ReachOptions;
-  };
-  stateDir: string;
-  parser: ParserOptions;
-  tail: TailOptions;
-  stats: StatsOptions;
-  alerting: {
-    forMs: number;
-    keepFiringForMs: number;
-    groupWaitMs: number;
-    groupIntervalMs: number;
-    repeatIntervalMs: number;
-    resolveNotify: boolean;
-  };
+  /** The file's document as written (a reload compares them key by key). */
+  doc: Record<string, unknown>;
   /** Each configured channel's settings, resolved (notifiers/<channel>/channel.ts). */
   notify: ChannelSettings & { timeoutMs: number };
-  summary: { cron: string; timezone: string; channels: ChannelId[] };
-  http: {
+  http: Omit<RawConfig['http'], 'listen' | 'authTokenFile'> & {
     listen?: { host: string; port: number };
-    expose: boolean;
-    externalUrl?: string;
-    metricsRetentionMs: number;
-    metricsMaxRuns: number;
     /** Needed for every change (silences) made through the page or API; required when exposed. */
     token?: Secret;
   };
-  log: { level: string; format: 'auto' | 'json' | 'pretty' };
   /** Every detector's parameters: its defaults with the config's values over them. */
   detectors: Record<string, Params>;
-}
+};
 
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
@@ -148,7 +121,6 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
   const raw = parsed.data;
   const base = file === null ? path.resolve(opts.cwd ?? process.cwd()) : path.dirname(file);
   const r: Resolving = { name, doc, raw, problems: [], env: opts.env ?? process.env, abs: (p) => path.resolve(base, p) };
-  const ms = (s: string): number => parseDuration(s)!;
   const notify = resolveNotify(r);
   checkSummary(r);
   const listen = resolveListen(r);
@@ -168,44 +140,14 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
   const top = (doc ?? {}) as Record<string, unknown>;
   const watch = top['watch'] as Record<string, unknown> | undefined;
   return {
+    ...raw,
     file,
+    doc: top,
     given: { stateDir: 'state_dir' in top, roots: watch !== null && typeof watch === 'object' && 'roots' in watch },
-    watch: {
-      roots: raw.watch.roots.map(abs),
-      poll: raw.watch.poll,
-      pollIntervalMs: ms(raw.watch.poll_interval),
-      statusIntervalMs: ms(raw.watch.status_interval),
-      checkpointIntervalMs: ms(raw.watch.checkpoint_interval),
-      sweepIntervalMs: ms(raw.watch.sweep_interval),
-      settleAfterMs: ms(raw.watch.settle_after),
-      reach: { follow: raw.watch.follow_symlinks, maxFiles: raw.watch.max_files, maxFolders: raw.watch.max_folders },
-    },
-    stateDir: abs(raw.state_dir),
-    parser: {
-      keyMap: raw.parse.key_map,
-      debugSamplesPerStep: raw.parse.debug_samples_per_step,
-      debugStepGapMs: ms(raw.parse.debug_step_gap),
-    },
-    tail: { maxLineBytes: raw.parse.max_line_bytes },
-    stats: {
-      window: raw.stats.window,
-      history: Math.max(raw.stats.history, raw.stats.window),
-      ewmaHalfLife: raw.stats.ewma_half_life,
-      curveBuckets: raw.stats.curve_buckets,
-      maxSeries: raw.stats.max_series,
-    },
-    alerting: {
-      forMs: ms(raw.alerting.for),
-      keepFiringForMs: ms(raw.alerting.keep_firing_for),
-      groupWaitMs: ms(raw.alerting.group_wait),
-      groupIntervalMs: ms(raw.alerting.group_interval),
-      repeatIntervalMs: ms(raw.alerting.repeat_interval),
-      resolveNotify: raw.alerting.resolve_notify,
-    },
+    watch: { ...raw.watch, roots: raw.watch.roots.map(abs) },
+    stateDir: abs(raw.stateDir),
     notify,
-    summary: raw.summary,
     http,
-    log: raw.log,
     detectors,
   };
 }
@@ -328,18 +270,10 @@ function resolveListen(r: Resolving): { host: string; port: number } | undefined
 
 /** The HTTP section: where it listens, and the token changes need (from auth_token_file or BARWATCH_HTTP_TOKEN). */
 function resolveHttp(r: Resolving, listen: { host: string; port: number } | undefined): Config['http'] {
-  const h = r.raw.http;
-  const out: Config['http'] = {
-    expose: h.expose,
-    metricsRetentionMs: parseDuration(h.metrics_retention)!,
-    metricsMaxRuns: h.metrics_max_runs,
-  };
-  if (listen !== undefined) out.listen = listen;
-  if (h.external_url !== undefined) out.externalUrl = h.external_url.replace(/\/+$/, '');
-  const token = secret(r, 'http', 'auth_token', undefined, h.auth_token_file, 'BARWATCH_HTTP_TOKEN', false);
+  const { listen: _text, authTokenFile, ...h } = r.raw.http;
+  const token = secret(r, 'http', 'auth_token', undefined, authTokenFile, 'BARWATCH_HTTP_TOKEN', false);
   // Exposed without a token, the page is read-only (changes are refused with a message saying why).
-  if (token !== undefined) out.token = token;
-  return out;
+  return { ...h, ...(listen !== undefined ? { listen } : {}), ...(token !== undefined ? { token } : {}) };
 }
 
 /** localhost, 127.0.0.0/8 and ::1: addresses no other machine can reach. */

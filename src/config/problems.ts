@@ -95,9 +95,14 @@ function knownKeys(parts: readonly PropertyKey[]): string[] {
   return shape === undefined ? [] : Object.keys(shape);
 }
 
+/** The object schema under defaults, optionals and transforms (a transform's input is what the file writes). */
 function unwrap(s: z.ZodType): z.ZodType {
-  let cur = s as unknown as { _zod: { def: { innerType?: z.ZodType } } };
-  for (let i = 0; i < 8 && cur._zod.def.innerType !== undefined; i++) cur = cur._zod.def.innerType as unknown as typeof cur;
+  let cur = s as unknown as { _zod: { def: { innerType?: z.ZodType; in?: z.ZodType } } };
+  for (let i = 0; i < 8; i++) {
+    const next = cur._zod.def.innerType ?? cur._zod.def.in;
+    if (next === undefined) break;
+    cur = next as unknown as typeof cur;
+  }
   return cur as unknown as z.ZodType;
 }
 

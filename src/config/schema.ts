@@ -1,69 +1,115 @@
 /**
- * The configuration (SPEC 6): every key optional, defaults in this one file, unknown keys errors.
- * Durations stay strings here and become milliseconds in load.ts.
+ * The configuration: every key optional, defaults in this one file, unknown keys errors. Each
+ * section's transform gives it the shape the code takes (durations in milliseconds), so the
+ * Config type is this schema's output (load.ts resolves paths, secrets and the listen address).
  */
 import { z } from 'zod';
 import { DETECTORS } from '../detectors/index.js';
 import { detectorSchema } from '../detectors/params.js';
 import { boundedDuration, boundedInt, durationSchema } from '../util/schema.js';
-import { DEFAULT_REACH, FOLLOW_SYMLINKS } from '../sources/reach.js';
+import { DEFAULT_REACH, FOLLOW_SYMLINKS, type ReachOptions } from '../sources/reach.js';
+import type { TailOptions } from '../sources/tailer.js';
+import type { ParserOptions } from '../parsers/types.js';
+import type { StatsOptions } from '../runs/series.js';
+import type { DispatchOptions } from '../alerting/dispatch.js';
+import type { LifecycleOptions } from '../alerting/lifecycle.js';
+import { parseDuration } from '../util/duration.js';
 import { NOTIFY_SHAPE, SUMMARY_CHANNELS, type ChannelId } from '../notifiers/index.js';
 
 const duration = durationSchema;
+const ms = (s: string): number => parseDuration(s)!;
 
-const watch = z.strictObject({
-  roots: z.array(z.string().min(1)).min(1).default(['.']),
-  poll: z.boolean().default(false),
-  poll_interval: boundedDuration('100ms', '1h').default('1s'),
-  /** How often the daemon logs its one-line status. */
-  status_interval: boundedDuration('100ms').default('60s'),
-  /** How often offsets and statistics are saved. */
-  checkpoint_interval: boundedDuration('100ms', '1h').default('30s'),
-  /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
-  sweep_interval: boundedDuration('100ms').default('30s'),
-  /**
-   * A run that writes nothing for this long is judged once with everything read, as analyze judges
-   * a finished run: verdicts that wait for a second evaluation fire or resolve then.
-   */
-  settle_after: boundedDuration('100ms', '7d').default('5m'),
-  /** Which symlinks under a root are followed: inside (targets inside a root), all, none. */
-  follow_symlinks: z.enum(FOLLOW_SYMLINKS).default(DEFAULT_REACH.follow),
-  /** At most this many files, and folders, followed under each root. */
-  max_files: boundedInt(1, 10_000_000).default(DEFAULT_REACH.maxFiles),
-  max_folders: boundedInt(1, 1_000_000).default(DEFAULT_REACH.maxFolders),
-});
+const watch = z
+  .strictObject({
+    roots: z.array(z.string().min(1)).min(1).default(['.']),
+    poll: z.boolean().default(false),
+    poll_interval: boundedDuration('100ms', '1h').default('1s'),
+    /** How often the daemon logs its one-line status. */
+    status_interval: boundedDuration('100ms').default('60s'),
+    /** How often offsets and statistics are saved. */
+    checkpoint_interval: boundedDuration('100ms', '1h').default('30s'),
+    /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
+    sweep_interval: boundedDuration('100ms').default('30s'),
+    /**
+     * A run that writes nothing for this long is judged once with everything read, as analyze judges
+     * a finished run: verdicts that wait for a second evaluation fire or resolve then.
+     */
+    settle_after: boundedDuration('100ms', '7d').default('5m'),
+    /** Which symlinks under a root are followed: inside (targets inside a root), all, none. */
+    follow_symlinks: z.enum(FOLLOW_SYMLINKS).default(DEFAULT_REACH.follow),
+    /** At most this many files, and folders, followed under each root. */
+    max_files: boundedInt(1, 10_000_000).default(DEFAULT_REACH.maxFiles),
+    max_folders: boundedInt(1, 1_000_000).default(DEFAULT_REACH.maxFolders),
+  })
+  .transform((w) => ({
+    roots: w.roots,
+    poll: w.poll,
+    pollIntervalMs: ms(w.poll_interval),
+    statusIntervalMs: ms(w.status_interval),
+    checkpointIntervalMs: ms(w.checkpoint_interval),
+    sweepIntervalMs: ms(w.sweep_interval),
+    settleAfterMs: ms(w.settle_after),
+    reach: { follow: w.follow_symlinks, maxFiles: w.max_files, maxFolders: w.max_folders } satisfies ReachOptions,
+  }));
 
-const parse = z.strictObject({
-  /** Lines longer than this are skipped and counted (bytes). */
-  max_line_bytes: boundedInt(64, 256 * 1024 * 1024).default(1 << 20),
-  /** Raw key -> series name, applied before the built-in aliases. */
-  key_map: z.record(z.string(), z.string().min(1)).default({}),
-  /** BAR-RAG debug logs: samples per training step (0: a pause in writing starts a new step). */
-  debug_samples_per_step: boundedInt(0, 1_000_000).default(0),
-  debug_step_gap: duration.default('5s'),
-});
+const parse = z
+  .strictObject({
+    /** Lines longer than this are skipped and counted (bytes). */
+    max_line_bytes: boundedInt(64, 256 * 1024 * 1024).default(1 << 20),
+    /** Raw key -> series name, applied before the built-in aliases. */
+    key_map: z.record(z.string(), z.string().min(1)).default({}),
+    /** BAR-RAG debug logs: samples per training step (0: a pause in writing starts a new step). */
+    debug_samples_per_step: boundedInt(0, 1_000_000).default(0),
+    debug_step_gap: duration.default('5s'),
+  })
+  .transform((p) => ({
+    parser: {
+      keyMap: p.key_map,
+      debugSamplesPerStep: p.debug_samples_per_step,
+      debugStepGapMs: ms(p.debug_step_gap),
+    } satisfies ParserOptions,
+    tail: { maxLineBytes: p.max_line_bytes } satisfies TailOptions,
+  }));
 
-const stats = z.strictObject({
-  window: boundedInt(2, 100_000).default(64),
-  history: boundedInt(8, 1_000_000).default(256),
-  ewma_half_life: z.number().positive().max(1_000_000).default(16),
-  curve_buckets: boundedInt(8, 4096)
-    .refine((n) => n % 2 === 0, { message: 'must be even' })
-    .default(128),
-  max_series: boundedInt(1, 100_000).default(256),
-});
+const stats = z
+  .strictObject({
+    window: boundedInt(2, 100_000).default(64),
+    history: boundedInt(8, 1_000_000).default(256),
+    ewma_half_life: z.number().positive().max(1_000_000).default(16),
+    curve_buckets: boundedInt(8, 4096)
+      .refine((n) => n % 2 === 0, { message: 'must be even' })
+      .default(128),
+    max_series: boundedInt(1, 100_000).default(256),
+  })
+  .transform((s): StatsOptions => ({
+    window: s.window,
+    history: Math.max(s.history, s.window),
+    ewmaHalfLife: s.ewma_half_life,
+    curveBuckets: s.curve_buckets,
+    maxSeries: s.max_series,
+  }));
 
-const alerting = z.strictObject({
-  /** A finding must hold this long before its alert fires. */
-  for: duration.default('0s'),
-  /** A firing alert resolves only after its finding has stopped holding this long. */
-  keep_firing_for: duration.default('0s'),
-  group_wait: duration.default('10s'),
-  /** Wait before notifying changes to a group that was already notified. */
-  group_interval: boundedDuration('0s').default('1m'),
-  repeat_interval: boundedDuration('1m').default('4h'),
-  resolve_notify: z.boolean().default(true),
-});
+const alerting = z
+  .strictObject({
+    /** A finding must hold this long before its alert fires. */
+    for: duration.default('0s'),
+    /** A firing alert resolves only after its finding has stopped holding this long. */
+    keep_firing_for: duration.default('0s'),
+    group_wait: duration.default('10s'),
+    /** Wait before notifying changes to a group that was already notified. */
+    group_interval: boundedDuration('0s').default('1m'),
+    repeat_interval: boundedDuration('1m').default('4h'),
+    resolve_notify: z.boolean().default(true),
+  })
+  .transform((a) => ({
+    lifecycle: { forMs: ms(a.for), keepFiringForMs: ms(a.keep_firing_for) } satisfies LifecycleOptions,
+    dispatch: {
+      groupWaitMs: ms(a.group_wait),
+      groupIntervalMs: ms(a.group_interval),
+      repeatIntervalMs: ms(a.repeat_interval),
+      resolveNotify: a.resolve_notify,
+    } satisfies DispatchOptions,
+  }));
 
 /** `notify`: each channel's own settings (notifiers/<channel>/channel.ts), and the timeout they share. */
 const notify = z.strictObject({
@@ -78,23 +124,33 @@ const summary = z.strictObject({
   channels: z.array(z.enum(SUMMARY_CHANNELS as [ChannelId, ...ChannelId[]])).default(['email']),
 });
 
-const http = z.strictObject({
-  /** The web page, its API, /healthz and /metrics; `off` for none. */
-  listen: z
-    .string()
-    .regex(/^(off|(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5})$/, { message: 'must be host:port, e.g. 127.0.0.1:9464, or off' })
-    .default('127.0.0.1:9464'),
-  /** Must be true to listen on an address other than loopback (/metrics names runs and files). */
-  expose: z.boolean().default(false),
-  /** The address people reach the page at, when it is not the listen address (a proxy): links and the Host check use it. */
-  external_url: z.url().optional(),
-  /** A file holding the token that changes (silences) need when exposed (BARWATCH_HTTP_TOKEN also works); exposed without one, the page is read-only. */
-  auth_token_file: z.string().min(1).optional(),
-  /** Runs silent for longer than this drop out of /metrics' per-run series. */
-  metrics_retention: boundedDuration('1m').default('6h'),
-  /** At most this many runs in /metrics' per-run series (the most recently written). */
-  metrics_max_runs: boundedInt(1, 100_000).default(500),
-});
+const http = z
+  .strictObject({
+    /** The web page, its API, /healthz and /metrics; `off` for none. */
+    listen: z
+      .string()
+      .regex(/^(off|(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5})$/, { message: 'must be host:port, e.g. 127.0.0.1:9464, or off' })
+      .default('127.0.0.1:9464'),
+    /** Must be true to listen on an address other than loopback (/metrics names runs and files). */
+    expose: z.boolean().default(false),
+    /** The address people reach the page at, when it is not the listen address (a proxy): links and the Host check use it. */
+    external_url: z.url().optional(),
+    /** A file holding the token that changes (silences) need when exposed (BARWATCH_HTTP_TOKEN also works); exposed without one, the page is read-only. */
+    auth_token_file: z.string().min(1).optional(),
+    /** Runs silent for longer than this drop out of /metrics' per-run series. */
+    metrics_retention: boundedDuration('1m').default('6h'),
+    /** At most this many runs in /metrics' per-run series (the most recently written). */
+    metrics_max_runs: boundedInt(1, 100_000).default(500),
+  })
+  .transform((h) => ({
+    /** As written: load.ts checks it against `expose` and makes it host and port. */
+    listen: h.listen,
+    expose: h.expose,
+    ...(h.external_url !== undefined ? { externalUrl: h.external_url.replace(/\/+$/, '') } : {}),
+    ...(h.auth_token_file !== undefined ? { authTokenFile: h.auth_token_file } : {}),
+    metricsRetentionMs: ms(h.metrics_retention),
+    metricsMaxRuns: h.metrics_max_runs,
+  }));
 
 const log = z.strictObject({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace']).default('info'),
@@ -105,17 +161,20 @@ const log = z.strictObject({
 /** `detectors.<id>`, built from each detector's own declaration (detectors/params.ts). */
 const detectors = z.strictObject(Object.fromEntries(DETECTORS.map((d) => [d.id, detectorSchema(d).optional()])));
 
-export const configSchema = z.strictObject({
-  watch: watch.prefault({}),
-  state_dir: z.string().min(1).default('./.barwatch'),
-  parse: parse.prefault({}),
-  stats: stats.prefault({}),
-  alerting: alerting.prefault({}),
-  notify: notify.prefault({}),
-  summary: summary.prefault({}),
-  http: http.prefault({}),
-  log: log.prefault({}),
-  detectors: detectors.prefault({}),
-});
+export const configSchema = z
+  .strictObject({
+    watch: watch.prefault({}),
+    state_dir: z.string().min(1).default('./.barwatch'),
+    parse: parse.prefault({}),
+    stats: stats.prefault({}),
+    alerting: alerting.prefault({}),
+    notify: notify.prefault({}),
+    summary: summary.prefault({}),
+    http: http.prefault({}),
+    log: log.prefault({}),
+    detectors: detectors.prefault({}),
+  })
+  .transform(({ state_dir, parse, ...rest }) => ({ ...rest, stateDir: state_dir, parser: parse.parser, tail: parse.tail }));
 
+/** The config as the schema gives it: durations in ms, names as the code uses them; paths, secrets and the listen address still to resolve (load.ts). */
 export type RawConfig = z.output<typeof configSchema>;

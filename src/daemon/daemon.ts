@@ -367,13 +367,7 @@ export class Daemon {
     this.notifierList = this.opts.notifiers ?? buildNotifiers(config.notify, channelCommon(config));
     return new Alerting({
       layout: this.layout,
-      lifecycle: { forMs: config.alerting.forMs, keepFiringForMs: config.alerting.keepFiringForMs },
-      dispatch: {
-        groupWaitMs: config.alerting.groupWaitMs,
-        groupIntervalMs: config.alerting.groupIntervalMs,
-        repeatIntervalMs: config.alerting.repeatIntervalMs,
-        resolveNotify: config.alerting.resolveNotify,
-      },
+      ...config.alerting,
       notifiers: this.notifierList,
       log: this.log,
       now: this.now,
@@ -406,9 +400,9 @@ export class Daemon {
 
   /** Applies a new, already validated config without losing state or re-sending alerts (see reload.ts). */
   async reload(config: Config): Promise<void> {
-    const { applied, needRestart } = planReload(this.opts.config, config, this.opts.singleRun === true);
+    const { applied, changed, needRestart } = planReload(this.opts.config, config, this.opts.singleRun === true);
     this.opts = { ...this.opts, config: applied };
-    this.log.level = config.log.level;
+    this.log.level = applied.log.level;
     const t = this.engine.setParams(applied.detectors);
     if (t.length > 0) this.onTransitions(t);
     await this.alertTicking;
@@ -417,10 +411,9 @@ export class Daemon {
     this.alerting = this.buildAlerting(applied);
     await this.alerting.init(state);
     const message =
-      needRestart.length > 0
-        ? `configuration reloaded; ${needRestart.join(', ')} take effect at the next restart`
-        : 'configuration reloaded';
-    this.log.info({ channels: this.alerting.channels, restartNeededFor: needRestart }, message);
+      `configuration reloaded: ${changed.length > 0 ? `${changed.join(', ')} applied` : 'nothing to apply'}` +
+      (needRestart.length > 0 ? `; ${needRestart.join(', ')} take effect at the next restart` : '');
+    this.log.info({ channels: this.alerting.channels, applied: changed, restartNeededFor: needRestart }, message);
     void this.alertTick();
   }
 

@@ -1,33 +1,50 @@
 /**
- * What a new configuration may change in a running daemon: detector parameters, alerting
- * options and channels, and the log level apply at once; the watched roots, what is followed
- * under them (symlinks, limits), the state folder and the HTTP listener need a restart (the running values are kept and the log says so).
+ * What a new configuration changes in a running daemon. The keys the file changed (its document
+ * before and after, as written) are each applied at once or kept for the next restart:
+ * detectors, alerting, the channels, the log level, summary.channels and watch.settle_after
+ * apply live; everything else (what is read and how, where state lives, the HTTP listener, the
+ * timers, the summary's schedule) keeps its running value, and the log names the keys.
  */
 import type { Config } from '../config/load.js';
 
 export interface ReloadPlan {
-  /** The new config with what cannot change live kept as it runs. */
+  /** The config the daemon runs on now: the new one where it applies live, the running one elsewhere. */
   applied: Config;
-  /** Keys whose new values wait for a restart. */
+  /** Changed keys that took effect. */
+  changed: string[];
+  /** Changed keys whose new values wait for a restart. */
   needRestart: string[];
+}
+
+/** Keys (and the keys under them) a running daemon applies at once. */
+const LIVE = ['detectors', 'alerting', 'notify', 'log.level', 'summary.channels', 'watch.settle_after'];
+
+const isLive = (key: string): boolean => LIVE.some((p) => key === p || key.startsWith(`${p}.`));
+
+/** A document's values by dotted key (lists are values). */
+function flatten(doc: unknown, prefix = '', out = new Map<string, string>()): Map<string, string> {
+  if (doc !== null && typeof doc === 'object' && !Array.isArray(doc)) {
+    for (const [k, v] of Object.entries(doc)) flatten(v, prefix === '' ? k : `${prefix}.${k}`, out);
+  } else if (prefix !== '') out.set(prefix, JSON.stringify(doc));
+  return out;
 }
 
 /** `singleRun`: the daemon watches one run folder it was started in, not the config's roots. */
 export function planReload(running: Config, next: Config, singleRun: boolean): ReloadPlan {
-  const needRestart: string[] = [];
-  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-  if (!singleRun && !same(running.watch.roots, next.watch.roots)) needRestart.push('watch.roots');
-  const { follow, maxFiles, maxFolders } = running.watch.reach;
-  if (follow !== next.watch.reach.follow) needRestart.push('watch.follow_symlinks');
-  if (maxFiles !== next.watch.reach.maxFiles) needRestart.push('watch.max_files');
-  if (maxFolders !== next.watch.reach.maxFolders) needRestart.push('watch.max_folders');
-  if (running.stateDir !== next.stateDir) needRestart.push('state_dir');
-  if (!same(running.http, next.http)) needRestart.push('http.listen');
+  const before = flatten(running.doc);
+  const after = flatten(next.doc);
+  const keys = [...new Set([...before.keys(), ...after.keys()])].filter((k) => before.get(k) !== after.get(k)).sort();
+  const changed = keys.filter(isLive);
+  const needRestart = keys.filter((k) => !isLive(k) && !(singleRun && k.startsWith('watch.roots')));
   const applied: Config = {
-    ...next,
-    watch: { ...next.watch, roots: running.watch.roots, reach: running.watch.reach },
-    stateDir: running.stateDir,
-    http: running.http,
+    ...running,
+    doc: next.doc,
+    detectors: next.detectors,
+    alerting: next.alerting,
+    notify: next.notify,
+    log: { ...running.log, level: next.log.level },
+    summary: { ...running.summary, channels: next.summary.channels },
+    watch: { ...running.watch, settleAfterMs: next.watch.settleAfterMs },
   };
-  return { applied, needRestart };
+  return { applied, changed, needRestart };
 }
