@@ -8,11 +8,10 @@
  * of the middle two when even). Issue 20's target: barwatch <= 3x the
  * bare follower at both paces.
  *
- *   node dist/bench/follow.js [--runs N] [--seconds S] [--rounds R] [--base DIR] [--ab]
+ *   node dist/bench/follow.js [--runs N] [--seconds S] [--rounds R] [--base DIR]
  *
- * `--base DIR`: also a build in DIR (a git worktree with `npm run build` done), for an A/B of a
- * change. `--ab`: also the ways barwatch followed before issue 20 (BARWATCH_FOLLOW=async: the
- * folder watcher with asynchronous reads; BARWATCH_FOLLOW=chokidar).
+ * `--base DIR`: also a build in DIR (a git worktree of another commit with `npm run build` done),
+ * for an A/B of a change: a way of following is compared by building the commit that has it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,10 +33,6 @@ function kinds(): Kind[] {
   const base = textArg('base');
   if (base !== null)
     out.push({ name: `base (${base})`, start: (dir, cfg) => new Watcher(args(dir, cfg), {}, path.join(base, 'bin', 'barwatch.js')) });
-  if (process.argv.includes('--ab')) {
-    for (const way of ['async', 'chokidar'])
-      out.push({ name: `BARWATCH_FOLLOW=${way}`, start: (dir, cfg) => new Watcher(args(dir, cfg), { BARWATCH_FOLLOW: way }) });
-  }
   out.push({ name: 'bare follower' });
   return out;
 }

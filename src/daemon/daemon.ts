@@ -22,8 +22,9 @@ import { Pipeline } from '../pipeline/pipeline.js';
 import { findingSparkline } from '../report/text.js';
 import { placeFile } from '../sources/place.js';
 import { Reach } from '../sources/reach.js';
-import { startTreeWatcher, type Unwatched } from '../sources/tree-watcher.js';
-import { startWatcher, type WatchEvent, type WatchRoot } from '../sources/watcher.js';
+import type { Unwatched } from '../sources/tree-watcher.js';
+import type { WatchEvent, WatchRoot } from '../sources/watcher.js';
+import { followFor, type Follow, type Watching } from '../sources/follow.js';
 import { stateLayout, type StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
 import { forPeople, type Logger } from '../util/log.js';
@@ -36,13 +37,6 @@ import { ReadQueue } from './read-queue.js';
 import { planReload } from './reload.js';
 import { lockState, openState, StateSaver } from './state.js';
 import type { StateLock } from '../state/lock.js';
-
-/** The folder watcher (tree-watcher.ts) or chokidar's (watcher.ts, which has no rescan and no limits to report). */
-interface Watching {
-  close(): Promise<void>;
-  rescan?: () => Promise<void>;
-  unwatched?: () => Unwatched;
-}
 
 /** Folders of a run that `barwatch watch` follows when started in the run with no config. */
 export const DEFAULT_RUN_FOLDERS = ['outputs', 'configs', 'logs', 'debug_logs'] as const;
@@ -61,28 +55,6 @@ export interface DaemonOptions {
   notifiers?: Notifier[];
   /** How often alerts are advanced and the outbox pumped. */
   alertTickMs?: number;
-}
-
-/**
- * For A/B benchmarks (bench/follow.ts) and as a way back: BARWATCH_FOLLOW=chokidar follows local
- * folders as before issue 20 (chokidar, asynchronous reads); =async keeps the folder watcher with
- * asynchronous reads.
- */
-const FOLLOW = process.env['BARWATCH_FOLLOW'] ?? '';
-
-/**
- * How files are followed, decided once: chokidar when polling (NFS) or asked for, else the folder
- * watcher, whose events are trusted (no recheck read after each, no stat of a path before each
- * read while no rename was reported); synchronous reads on local folders unless asked otherwise.
- */
-interface FollowWay {
-  chokidar: boolean;
-  sync: boolean;
-}
-
-function followWay(poll: boolean): FollowWay {
-  const chokidar = poll || FOLLOW === 'chokidar';
-  return { chokidar, sync: !chokidar && FOLLOW !== 'async' };
 }
 
 export class Daemon {
@@ -119,7 +91,7 @@ export class Daemon {
   private reach: Reach | null = null;
   /** A walk of the roots under way (see lookForMissed). */
   private looking: Promise<void> | null = null;
-  private way: FollowWay = followWay(false);
+  private way: Follow = followFor(false);
   /** Per run: the records it had read at a sweep, and since when it has had that many. */
   private readonly readAtSweep = new Map<string, { read: number; since: number }>();
   /** Per run: the records it had read when it was last judged decisively (a catch-up, a settle). */
@@ -194,13 +166,13 @@ export class Daemon {
     this.alerting = this.buildAlerting(config);
     await this.alerting.init(loaded?.alerting);
     if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
-    this.way = followWay(config.watch.poll);
+    this.way = followFor(config.watch.poll);
     this.pipeline = new Pipeline(
       {
         parser: config.parser,
         // Local folders are read with synchronous calls, and the folder watcher's events spare the
         // stat of a path before each read; polled ones (NFS) are not (sources/tailer.ts).
-        tail: { ...config.tail, sync: this.way.sync, trustEvents: !this.way.chokidar },
+        tail: { ...config.tail, sync: this.way.sync, trustEvents: this.way.trustEvents },
         stats: config.stats,
         now: this.now,
         log: this.log,
@@ -250,9 +222,7 @@ export class Daemon {
       const e = err as NodeJS.ErrnoException;
       if (errors.failed(`${e.code}|${e.path}`, e.message)) this.log.warn({ code: e.code, path: e.path }, `watch error: ${e.message}`);
     };
-    return this.way.chokidar
-      ? startWatcher(options, onEvent, onError)
-      : startTreeWatcher(options, onEvent, onError, (u) => this.onLimit(u));
+    return this.way.start(options, onEvent, onError, (u) => this.onLimit(u));
   }
 
   /** Folders a limit of the machine keeps from being watched: said once when it starts, and when it ends. */
