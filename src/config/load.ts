@@ -3,6 +3,7 @@
  * span keys, relative paths resolved against the config file, durations into milliseconds and
  * secrets from `*_file` or the environment. Every problem names the file and the key path.
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
@@ -28,8 +29,11 @@ export type Config = Omit<RawConfig, 'notify' | 'http' | 'detectors'> & {
   file: string | null;
   /** Which of the places barwatch must find the file itself set (the rest are defaults). */
   given: { stateDir: boolean; roots: boolean };
-  /** The file's document as written (a reload compares them key by key). */
-  doc: Record<string, unknown>;
+  /**
+   * Each key the file sets (dotted: `alerting.group_wait`) with a fingerprint of its value, keyed
+   * with a secret of this process (a reload compares them; a secret's value is never kept).
+   */
+  written: Record<string, string>;
   /** Each configured channel's settings, resolved (notifiers/<channel>/channel.ts). */
   notify: ChannelSettings & { timeoutMs: number };
   http: Omit<RawConfig['http'], 'listen' | 'authTokenFile'> & {
@@ -142,7 +146,7 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
   return {
     ...raw,
     file,
-    doc: top,
+    written: fingerprints(top),
     given: { stateDir: 'state_dir' in top, roots: watch !== null && typeof watch === 'object' && 'roots' in watch },
     watch: { ...raw.watch, roots: raw.watch.roots.map(abs) },
     stateDir: abs(raw.stateDir),
@@ -150,6 +154,18 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
     http,
     detectors,
   };
+}
+
+const FINGERPRINT_KEY = randomBytes(32);
+
+/** The file's keys, dotted (a list is one value), each with an HMAC of its value. */
+function fingerprints(doc: unknown, prefix = '', out: Record<string, string> = {}): Record<string, string> {
+  if (doc !== null && typeof doc === 'object' && !Array.isArray(doc)) {
+    for (const [k, v] of Object.entries(doc)) fingerprints(v, prefix === '' ? k : `${prefix}.${k}`, out);
+  } else if (prefix !== '') {
+    out[prefix] = createHmac('sha256', FINGERPRINT_KEY).update(JSON.stringify(doc)).digest('base64url').slice(0, 16);
+  }
+  return out;
 }
 
 /** A secret read from a `*_file`: trimmed, never empty. */
