@@ -1,5 +1,5 @@
 /** What every benchmark shares: arguments, repetitions, medians, tables and the results folder. */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import {
   appendFileSync,
   closeSync,
@@ -16,6 +16,7 @@ import {
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { spawnWatch } from '../test/helpers/watch-child.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(REPO, 'bin', 'barwatch.js');
@@ -103,26 +104,15 @@ export class Watcher {
   lastStatus: { records: number; lines: number; files: number } | null = null;
   /** The /metrics port when the config has http.listen. */
   port: number | null = null;
-  private rest = '';
 
   /** `bin`: another build's bin/barwatch.js, for an A/B against it (bench/follow.ts --base). */
   constructor(args: string[], env: NodeJS.ProcessEnv = {}, bin = BIN) {
     // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemon under the benchmark.
     const nodeArgs = (process.env['BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-    this.child = spawn(process.execPath, [...nodeArgs, bin, 'watch', ...args], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, ...env },
-    });
-    this.child.stderr!.setEncoding('utf8');
-    this.child.stderr!.on('data', (chunk: string) => {
-      const lines = (this.rest + chunk).split('\n');
-      this.rest = lines.pop()!;
-      for (const l of lines) {
-        if (l.includes('"msg":"web page at')) this.port = (JSON.parse(l) as { port: number }).port;
-        if (!l.includes('"status:')) continue;
-        const j = JSON.parse(l) as { records: number; lines: number; files: number };
-        this.lastStatus = { records: j.records, lines: j.lines, files: j.files };
-      }
+    this.child = spawnWatch([process.execPath, ...nodeArgs, bin, 'watch', ...args], { env: { ...process.env, ...env } }, (l) => {
+      if (l.msg.startsWith('web page at')) this.port = l['port'] as number;
+      if (l.msg.startsWith('status:'))
+        this.lastStatus = { records: l['records'] as number, lines: l['lines'] as number, files: l['files'] as number };
     });
   }
 

@@ -1,5 +1,5 @@
 /**
- * Many machines, one Alertmanager cluster (issue 19), against the real binary (Debian
+ * Many machines, one Alertmanager cluster, against the real binary (Debian
  * prometheus-alertmanager; .ci/run installs it): two peers clustered on loopback, two barwatch
  * daemons as two machines with their own roots and state, each posting every alert to both
  * peers. Either peer shows each alert once with its labels; a silence made with amtool on one

@@ -1,6 +1,7 @@
 /**
- * Limits that hold whatever is written into the state folder or the config (issue 18): the
- * append-only logs rotate and are read as a stream, the record of what was sent is bounded.
+ * The append-only logs of the state folder (state/journal.ts): they rotate by size and age and
+ * are read as a stream; the record of what was sent is read across a rotation; names written into
+ * logs and metrics carry no control character.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -23,7 +24,7 @@ async function all(j: Journal): Promise<number[]> {
   return out;
 }
 
-describe('hardening: the append-only logs of the state folder', () => {
+describe('the append-only logs of the state folder', () => {
   test('rotate by size: two generations of at most maxBytes, read oldest first', async () => {
     const file = path.join(tempDir(), 'alerts.jsonl');
     const t = Date.parse('2026-01-01T00:00:00Z');
@@ -67,7 +68,7 @@ describe('hardening: the append-only logs of the state folder', () => {
   });
 });
 
-describe('hardening: the record of what was sent', () => {
+describe('the record of what was sent', () => {
   test('is read from both generations at start: an entry sent before a rotation is not sent again', async () => {
     const layout = stateLayout(tempDir());
     mkdirSync(layout.outbox, { recursive: true });
@@ -105,7 +106,7 @@ describe('hardening: the record of what was sent', () => {
   });
 });
 
-describe('hardening: names with control characters in logs and metrics', () => {
+describe('names with control characters in logs and metrics', () => {
   const evil = `/runs/run\r\nFIRING [critical] forged${String.fromCharCode(27)}]0;title${String.fromCharCode(7)}/train.log`;
 
   test('the pretty log shows them escaped: no forged line, no escape sequence', () => {

@@ -1,5 +1,5 @@
 /**
- * Per-run training statistics on /metrics (issue 19): what Prometheus scrapes and Grafana charts
+ * Per-run training statistics on /metrics: what Prometheus scrapes and Grafana charts
  * across machines. Checked with the real tools: `promtool check metrics` on the output,
  * `promtool check config` and `check rules` on deploy/, a real Prometheus scraping a daemon, and
  * every metric the Grafana dashboard queries present in the output.

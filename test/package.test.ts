@@ -1,5 +1,5 @@
 /**
- * The npm package installs and runs (issue 19): a copy of the repository is packed (its prepack
+ * The npm package installs and runs: a copy of the repository is packed (its prepack
  * builds), the tarball is installed into a fresh prefix as a user would install it, and the
  * installed binary answers --version and analyzes a run. The tarball carries what runs and its
  * documents, none of the tests, benches or TypeScript sources.

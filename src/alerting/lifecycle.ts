@@ -1,6 +1,7 @@
 /**
- * Findings become alerts (Alertmanager's model): pending while a finding must hold for `for`,
- * then firing; a firing alert whose finding stops holding resolves after `keep_firing_for`.
+ * Findings become alerts as a Prometheus alerting rule's results do: pending while a finding must
+ * hold for `for`, then firing; a firing alert whose finding stops holding resolves after
+ * `keep_firing_for`.
  * A pending alert whose finding goes away never fired and is dropped without a word.
  */
 import { findingKey, type Finding } from '../detectors/types.js';

@@ -1,8 +1,8 @@
 /**
  * Nothing lost: every notification is written to `<state_dir>/outbox/` (temp file, fsync,
  * rename) before it is sent, and removed only after the channel accepted it and the send was
- * appended to `<state_dir>/notifications.jsonl`. Failures retry with exponential backoff and full
- * jitter per channel, honouring Retry-After; 4xx other than 429 are not retried and move to
+ * appended to `<state_dir>/notifications.jsonl`. Failures retry with exponential backoff and equal
+ * jitter (half the delay fixed, half random) per channel, honouring Retry-After; 4xx other than 429 are not retried and move to
  * `outbox/failed/`. After a restart the outbox resumes; the notification log stops a repeat of
  * anything a channel had accepted. (A crash in the instant between the channel's answer and the
  * log write can still repeat that one message: no webhook offers an idempotency key.)

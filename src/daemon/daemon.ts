@@ -144,7 +144,7 @@ export class Daemon {
     return run !== undefined && this.settledAt.get(runId) === run.recordsRead();
   }
 
-  /** The alerting stages (for tests and test-alert). */
+  /** The alerting stages (the demo reads its channels). */
   get alerter(): Alerting | null {
     return this.alerting;
   }

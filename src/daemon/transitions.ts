@@ -1,6 +1,6 @@
 /**
- * Every alert transition (fired, escalated, resolved) goes to the daemon's log and to the console
- * and `<state_dir>/alerts.jsonl` (notifiers/console.ts). A failing append is logged once until it
+ * Every finding transition from the engine (fired, escalated, resolved) goes to the daemon's log,
+ * the console and `<state_dir>/alerts.jsonl` (notifiers/console.ts). A failing append is logged once until it
  * changes; the console still gets the alert.
  */
 import type { Transition } from '../detectors/engine.js';

@@ -152,10 +152,7 @@ export class FileTailer {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       // The name is gone; what the open handle still reaches is read to its end.
-      if (this.fh !== null) {
-        await this.drainAndClose(deliver);
-        return 'gone';
-      }
+      if (this.fh !== null) await this.drainAndClose(deliver);
       return 'gone';
     }
     if (!st.isFile()) throw Object.assign(new Error(`not a regular file: ${this.file}`), { code: 'ENOTFILE' });

@@ -5,7 +5,7 @@
  * already followed: reported as it is, with no listing and no stat; a 'rename' of a followed
  * name is reported as 'renamed', so its reader stats the path again). chokidar re-listed a folder
  * and stat'ed its entries after every append to any file in it, and kept a second watch on each
- * file; at 4,000 appends a second that was most of barwatch's cost (BENCHMARKS.md, issue 20).
+ * file; at 4,000 appends a second that was most of barwatch's cost (BENCHMARKS.md, "Following growing files").
  * Polling (`watch.poll`, for NFS) stays with chokidar (watcher.ts).
  */
 import { promises as fsp, watch as fsWatch, type FSWatcher, type Stats } from 'node:fs';

@@ -1,19 +1,16 @@
 /** Runs `barwatch watch` as a real process and reads its JSON log lines. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after } from 'node:test';
 import { binFor, type User } from './users.js';
 
-export interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
+import { spawnWatch, type LogLine } from './watch-child.js';
+
+export type { LogLine };
 
 export class DaemonProcess {
   readonly logs: LogLine[] = [];
   readonly child: ChildProcess;
-  private stderrRest = '';
   readonly exited: Promise<number | null>;
 
   /**
@@ -34,28 +31,15 @@ export class DaemonProcess {
   ) {
     const listen = opts.listen === undefined ? ['--listen', 'off'] : opts.listen === null ? [] : ['--listen', opts.listen];
     const argv = [process.execPath, binFor(opts.user), 'watch', ...args, ...listen];
-    const [cmd, ...rest] = [...(opts.under ?? []), ...argv];
-    this.child = spawn(cmd!, rest, {
-      cwd: opts.cwd,
-      ...(opts.user !== undefined ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
-      env: { ...process.env, ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child.stderr!.setEncoding('utf8');
-    this.child.stderr!.on('data', (chunk: string) => {
-      const text = this.stderrRest + chunk;
-      const lines = text.split('\n');
-      this.stderrRest = lines.pop()!;
-      for (const l of lines) {
-        if (l.trim() === '') continue;
-        try {
-          this.logs.push(JSON.parse(l) as LogLine);
-        } catch {
-          this.logs.push({ level: 60, msg: `(not JSON) ${l}` });
-        }
-      }
-    });
-    this.child.stdout!.resume();
+    this.child = spawnWatch(
+      [...(opts.under ?? []), ...argv],
+      {
+        ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+        ...(opts.user !== undefined ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
+        env: { ...process.env, ...opts.env },
+      },
+      (l) => this.logs.push(l),
+    );
     this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
     // A failed assertion must not leave the daemon running (it would keep the test process alive).
     after(() => {

@@ -4,7 +4,7 @@ import { Secret } from '../../util/secret.js';
 import { parseDuration } from '../../util/duration.js';
 import { boundedDuration, httpUrl } from '../../util/schema.js';
 import { defineChannel } from '../channel.js';
-import { endpointOf } from '../types.js';
+import { endpointOf } from '../answers.js';
 import { createAlertmanagerNotifier } from './index.js';
 
 export const alertmanagerChannel = defineChannel({

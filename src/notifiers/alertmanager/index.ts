@@ -5,7 +5,8 @@
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../util/secret.js';
 import { keyEvidence } from '../render.js';
-import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
+import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs } from '../answers.js';
+import { type Notifier } from '../types.js';
 
 export interface AlertmanagerOptions {
   /** The Alertmanager's base URL, without credentials; a path prefix (`http://host/am`) is kept. */

@@ -9,7 +9,8 @@ import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../util/secret.js';
 import { keyEvidence, messageOf, plainText, title } from '../render.js';
 import type { Summary } from '../../summary/build.js';
-import { causeOf, type Notifier } from '../types.js';
+import { causeOf } from '../answers.js';
+import { type Notifier } from '../types.js';
 import { where, escapeHtml } from '../../util/format.js';
 
 export interface EmailOptions {

@@ -7,8 +7,9 @@ import { IncomingWebhook, IncomingWebhookHTTPError, IncomingWebhookRequestError,
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../util/secret.js';
 import type { Summary } from '../../summary/build.js';
-import { escapeSlack, keyEvidence, messageOf, plainText, title } from '../render.js';
-import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs, type Notifier } from '../types.js';
+import { escapeSlack, keyEvidence, messageOf, title } from '../render.js';
+import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs } from '../answers.js';
+import { type Notifier } from '../types.js';
 import { where } from '../../util/format.js';
 
 export interface SlackOptions {
@@ -143,5 +144,3 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
       }),
   };
 }
-
-export { plainText };
