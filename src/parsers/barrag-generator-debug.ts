@@ -6,7 +6,8 @@
 import { SampleBuckets, type BucketState } from './buckets.js';
 import { keyValues } from './train-log.js';
 import { cleanLine } from './text.js';
-import type { FormatId, InputFormat, LineParser, LineResult, ParsedRecord, ParserOptions } from './types.js';
+import type { FormatId, LineParser, LineResult, ParsedRecord, ParserOptions } from './types.js';
+import { defineInput } from './types.js';
 import { NOTHING } from './types.js';
 
 const NAMES: Record<string, string> = { fmt: 'format', reward: 'reward', max_f1: 'f1', max_em: 'accuracy' };
@@ -50,11 +51,11 @@ export class BarragGeneratorDebugParser implements LineParser {
   }
 }
 
-export const barragGeneratorDebugInput: InputFormat = {
+export const barragGeneratorDebugInput = defineInput({
   id: 'barrag-generator-debug',
   read: 'lines',
   named: (base) => /^reward_debug.*\.log$/.test(base),
   create: (opts) => new BarragGeneratorDebugParser(opts),
   role: 'generator',
   idleFlush: true,
-};
+});

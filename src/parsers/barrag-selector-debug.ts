@@ -6,7 +6,8 @@
  */
 import { SampleBuckets, type BucketState } from './buckets.js';
 import { cleanLine } from './text.js';
-import type { FormatId, InputFormat, LineParser, LineResult, ParsedRecord, ParserOptions, RunSettings } from './types.js';
+import type { FormatId, LineParser, LineResult, ParsedRecord, ParserOptions, RunSettings } from './types.js';
+import { defineInput } from './types.js';
 import { NOTHING } from './types.js';
 
 const RULE = /^={20,}\s*$/;
@@ -136,7 +137,7 @@ export class BarragSelectorDebugParser implements LineParser {
   }
 }
 
-export const barragSelectorDebugInput: InputFormat = {
+export const barragSelectorDebugInput = defineInput({
   id: 'barrag-selector-debug',
   read: 'lines',
   named: (base) => /^selector_reward_debug.*\.log$/.test(base),
@@ -144,4 +145,4 @@ export const barragSelectorDebugInput: InputFormat = {
   create: (opts) => new BarragSelectorDebugParser(opts),
   role: 'selector',
   idleFlush: true,
-};
+});

@@ -10,9 +10,9 @@ import { runConfigInput } from './run-config.js';
 import { textInput } from './train-log.js';
 import { tensorboardInput } from './tfevents.js';
 import { trainerStateInput } from './trainer-state.js';
-import type { InputFormat, InputId, Parser, ParserOptions } from './types.js';
+import type { InputFormat, Parser, ParserOptions } from './types.js';
 
-export const INPUTS: readonly InputFormat[] = [
+export const INPUTS = [
   tensorboardInput,
   trainerStateInput,
   barragSelectorDebugInput,
@@ -20,12 +20,13 @@ export const INPUTS: readonly InputFormat[] = [
   runConfigInput,
   jsonlInput,
   textInput,
-];
+] as const;
 
-const BY_ID = new Map(INPUTS.map((f) => [f.id, f]));
+const BY_ID = new Map<string, InputFormat>(INPUTS.map((f) => [f.id, f]));
 
-/** How a file is recognised and read (one of INPUTS). */
-export type FileKind = InputId;
+/** How a file is recognised and read: the id of one of INPUTS. */
+export type FileKind = (typeof INPUTS)[number]['id'];
+export const INPUT_IDS = INPUTS.map((f) => f.id) as FileKind[];
 
 export function inputOf(kind: FileKind): InputFormat {
   return BY_ID.get(kind)!;

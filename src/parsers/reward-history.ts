@@ -6,7 +6,8 @@
 import { parseJsonLenient } from './json.js';
 import { Flattener, toNumber } from './keys.js';
 import { unwrapVerlRecord } from './verl-jsonl.js';
-import type { FormatId, InputFormat, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
+import type { FormatId, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
+import { defineInput } from './types.js';
 import { NOTHING } from './types.js';
 
 const META_KEYS: ReadonlySet<string> = new Set(['step', 'time', 'timestamp', 'data', 'global_step', '_step']);
@@ -72,7 +73,7 @@ export class RewardHistoryParser implements LineParser {
 }
 
 /** JSON lines: BAR-RAG's reward_history.jsonl, verl's file logger, any trainer's metrics JSONL. */
-export const jsonlInput: InputFormat = {
+export const jsonlInput = defineInput({
   id: 'jsonl',
   read: 'lines',
   named: (base) => base.endsWith('.jsonl'),
@@ -81,4 +82,4 @@ export const jsonlInput: InputFormat = {
     return t.startsWith('{"') || t.startsWith('{ "');
   },
   create: (opts) => new RewardHistoryParser(opts),
-};
+});

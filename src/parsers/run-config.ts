@@ -6,7 +6,8 @@
  */
 import * as yaml from 'js-yaml';
 import { canonicalKey, toNumber } from './keys.js';
-import type { Component, DocumentParser, FormatId, InputFormat, LineResult, RunSettings } from './types.js';
+import type { Component, DocumentParser, FormatId, LineResult, RunSettings } from './types.js';
+import { defineInput } from './types.js';
 
 type Setter = (s: RunSettings, v: number) => void;
 
@@ -92,9 +93,9 @@ export class RunConfigParser implements DocumentParser {
 }
 
 /** BAR-RAG's own configs (`configs/filter_config.yaml`, `configs/reward_config.yaml`). */
-export const runConfigInput: InputFormat = {
+export const runConfigInput = defineInput({
   id: 'run-config',
   read: 'document',
   named: (base, folder) => (base.endsWith('.yaml') || base.endsWith('.yml')) && folder === 'configs',
   create: () => new RunConfigParser(),
-};
+});

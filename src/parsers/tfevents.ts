@@ -7,7 +7,8 @@
  * other plugins are skipped and counted. Tags go through the same key map as every format.
  */
 import { canonicalKey } from './keys.js';
-import type { FormatId, InputFormat, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
+import type { FormatId, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
+import { defineInput } from './types.js';
 
 const DT_FLOAT = 1;
 const DT_DOUBLE = 2;
@@ -273,7 +274,7 @@ export class TensorBoardParser implements RecordParser {
   }
 }
 
-export const tensorboardInput: InputFormat = {
+export const tensorboardInput = defineInput({
   id: 'tensorboard',
   read: 'records',
   named: (base) => base.startsWith('events.out.tfevents.'),
@@ -291,4 +292,4 @@ export const tensorboardInput: InputFormat = {
       return null;
     },
   },
-};
+});

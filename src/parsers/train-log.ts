@@ -10,7 +10,8 @@ import { canonicalKey, toNumber } from './keys.js';
 import { looksLikeOpenRlhf, parseOpenRlhf } from './openrlhf.js';
 import { cleanLine } from './text.js';
 import { looksLikeTrlDict, parseTrlDict } from './trl-console.js';
-import type { FormatId, InputFormat, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions } from './types.js';
+import type { FormatId, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions } from './types.js';
+import { defineInput } from './types.js';
 import { NOTHING } from './types.js';
 import { looksLikeVerlConsole, VerlConsoleReader } from './verl-console.js';
 
@@ -208,10 +209,10 @@ export class TextLogParser implements LineParser {
 const TEXT_EXT = /\.(?:log|txt|out|err)$/;
 
 /** Free-text logs and console captures; also what a file named on the command line is when nothing else fits. */
-export const textInput: InputFormat = {
+export const textInput = defineInput({
   id: 'text',
   read: 'lines',
   named: (base) => TEXT_EXT.test(base),
   sniffed: () => true,
   create: (opts) => new TextLogParser(opts),
-};
+});

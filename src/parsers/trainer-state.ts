@@ -5,7 +5,8 @@
  */
 import { parseJsonLenient } from './json.js';
 import { flattenValues, toNumber } from './keys.js';
-import type { DocumentParser, FormatId, InputFormat, LineResult, ParsedRecord, ParserOptions } from './types.js';
+import type { DocumentParser, FormatId, LineResult, ParsedRecord, ParserOptions } from './types.js';
+import { defineInput } from './types.js';
 
 const SKIP: ReadonlySet<string> = new Set(['step', 'epoch']);
 
@@ -74,10 +75,10 @@ export class TrainerStateParser implements DocumentParser {
   }
 }
 
-export const trainerStateInput: InputFormat = {
+export const trainerStateInput = defineInput({
   id: 'trainer-state',
   read: 'document',
   named: (base) => base.includes('trainer_state') && base.endsWith('.json'),
   sniffed: (head) => head.trimStart().startsWith('{') && head.includes('"log_history"'),
   create: (opts) => new TrainerStateParser(opts),
-};
+});

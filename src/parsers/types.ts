@@ -154,27 +154,16 @@ export interface RecordParser {
 export type Parser = LineParser | DocumentParser | RecordParser;
 
 /**
- * The inputs barwatch reads, by how a file is recognised and read: one name each, the format's
- * own where the file holds one format (`tensorboard`), the container's where its lines tell the
- * format (`jsonl`: reward-history or verl-jsonl; `text`: train-log, verl, TRL or OpenRLHF console).
- */
-export const INPUT_IDS = [
-  'tensorboard',
-  'trainer-state',
-  'barrag-selector-debug',
-  'barrag-generator-debug',
-  'run-config',
-  'jsonl',
-  'text',
-] as const;
-export type InputId = (typeof INPUT_IDS)[number];
-
-/**
  * One input format: how its files are recognised, read and placed. Each parser file exports its
  * own; parsers/index.ts lists them, and nothing outside parsers/ names a format.
  */
-export interface InputFormat {
-  id: InputId;
+export interface InputFormat<Id extends string = string> {
+  /**
+   * Its name in checkpoints and logs: the format's own where its files hold one format
+   * (`tensorboard`), the container's where the lines tell the format (`jsonl`: reward-history or
+   * verl-jsonl; `text`: train-log, verl, TRL or OpenRLHF console).
+   */
+  id: Id;
   /** How its files are read: tailed by lines, re-read whole when they change, or as framed records. */
   read: Parser['kind'];
   /** Whether a file is of this format by its name (lower case) and its folder's name. */
@@ -192,6 +181,11 @@ export interface InputFormat {
   stream?: { firstStep(records: readonly Uint8Array[]): number | null };
   /** Its records span lines and end when the writer pauses (Parser.flush after parser.debug_step_gap). */
   idleFlush?: boolean;
+}
+
+/** A format's declaration, its id kept as a literal type (FileKind is the union of the listed ids). */
+export function defineInput<const Id extends string>(f: InputFormat<Id>): InputFormat<Id> {
+  return f;
 }
 
 export interface ParserOptions {

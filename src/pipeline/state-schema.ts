@@ -7,7 +7,8 @@
  * and counts that are whole and not negative); what a restore passes through untouched is not.
  */
 import { z } from 'zod';
-import { FORMAT_IDS, INPUT_IDS, type InputId, type ParsedRecord } from '../parsers/types.js';
+import { FORMAT_IDS, type ParsedRecord } from '../parsers/types.js';
+import { INPUT_IDS, type FileKind } from '../parsers/index.js';
 
 const EARLIER_NAMES = {
   tfevents: 'tensorboard',
@@ -38,8 +39,8 @@ const heldRecord = z.union([
 export const fileCheckpoint = z.looseObject({
   // States saved before the inputs had one vocabulary name three of them otherwise.
   kind: z
-    .enum([...INPUT_IDS, ...(Object.keys(EARLIER_NAMES) as (keyof typeof EARLIER_NAMES)[])])
-    .transform((k): InputId => (k in EARLIER_NAMES ? EARLIER_NAMES[k as keyof typeof EARLIER_NAMES] : (k as InputId))),
+    .enum([...INPUT_IDS, ...(Object.keys(EARLIER_NAMES) as (keyof typeof EARLIER_NAMES)[])] as [string, ...string[]])
+    .transform((k): FileKind => (k in EARLIER_NAMES ? EARLIER_NAMES[k as keyof typeof EARLIER_NAMES] : (k as FileKind))),
   place,
   tail: z.looseObject({ dev: num, ino: num, offset, fp: z.string().nullable(), fpLen: count }).nullable(),
   records: z.looseObject({ offset, dev: num, ino: num, corruptAt: offset.nullable() }).nullable().optional(),
