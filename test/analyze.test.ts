@@ -71,7 +71,7 @@ describe('barwatch analyze', () => {
     assert.ok(r.stdout.includes('run\\r\\nFIRING [critical] fake: all good\\x1b]0;pwned\\x07'));
     assert.ok(!/^FIRING/m.test(r.stdout));
     const shown = formatTransition({
-      kind: 'firing',
+      kind: 'held',
       finding: {
         detector: 'nonfinite-reward',
         severity: 'critical',

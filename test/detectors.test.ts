@@ -296,13 +296,13 @@ describe('engine', () => {
     silent = true;
     assert.deepEqual(
       engine.evaluate(run, ctx, true).map((t) => t.kind),
-      ['firing'],
+      ['held'],
     );
     silent = false;
     record(51);
     assert.deepEqual(
       engine.onRecord(run, ctx).map((t) => t.kind),
-      ['resolved'],
+      ['cleared'],
     );
     const after = calls;
     for (let s = 52; s <= 60; s++) {
@@ -367,15 +367,15 @@ describe('engine', () => {
     const ctx = { now: 0, live: true, final: false };
     assert.deepEqual(
       engine.evaluate(run, ctx).map((t) => t.kind),
-      ['firing'],
+      ['held'],
     );
     round = 2;
     const moved = engine.evaluate(run, ctx);
     assert.deepEqual(
       moved.map((t) => [t.kind, t.finding.round, t.movedTo]),
       [
-        ['resolved', 1, 2],
-        ['firing', 2, undefined],
+        ['cleared', 1, 2],
+        ['held', 2, undefined],
       ],
     );
     const block = formatTransition(moved[0]!);

@@ -77,7 +77,7 @@ describe('the record of what was sent', () => {
       dedupeKey,
       channel: 'slack',
       group: 'g',
-      reason: 'firing',
+      reason: 'new alerts in group',
       createdAt: '2026-01-01T00:00:00.000Z',
       alerts: [],
     });

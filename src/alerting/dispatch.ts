@@ -8,7 +8,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { AlertBook } from './lifecycle.js';
 import type { SilenceStore } from './silences.js';
-import type { Alert, Notification, NotifiedAlert } from './types.js';
+import type { Alert, Notification, NotifiedAlert, NotifyReason } from './types.js';
 
 export interface DispatchOptions {
   groupWaitMs: number;
@@ -24,6 +24,7 @@ interface GroupState {
   notified: string[];
 }
 
+/** What the dispatcher decided for a group, in words for the log. */
 export interface Decision {
   group: string;
   send: boolean;
@@ -131,7 +132,7 @@ export class Dispatcher {
         for (const a of toResolve) book.forget(a.key);
         g.notified = g.notified.filter((fp) => !toResolve.some((a) => told([fp], a)));
       }
-      let reason: string | null = null;
+      let reason: NotifyReason | null = null;
       if (fresh.length > 0) reason = g.lastFlush === null ? 'first notification of the group' : 'new alerts in group';
       else if (resolving.length > 0) reason = 'alerts resolved';
       else if (firing.length > 0 && g.lastFlush !== null && now - g.lastFlush >= this.opts.repeatIntervalMs)

@@ -28,6 +28,15 @@ export type NotifiedAlert = Omit<Finding, 'series'> & {
   endsAt: string | null;
 };
 
+/** Why a notification is sent: what the dispatcher and the outbox decide on, and what the log says. */
+export type NotifyReason =
+  | 'first notification of the group'
+  | 'new alerts in group'
+  | 'alerts resolved'
+  | 'repeat interval elapsed'
+  | 'firing alerts sent again so they do not lapse'
+  | 'test-alert';
+
 /** One message to one channel about one group (a run): its firing and resolved alerts. */
 export interface Notification {
   id: string;
@@ -35,7 +44,7 @@ export interface Notification {
   dedupeKey: string;
   channel: string;
   group: string;
-  reason: string;
+  reason: NotifyReason;
   createdAt: string;
   alerts: NotifiedAlert[];
   /** A test notification (barwatch test-alert). */

@@ -4,7 +4,7 @@
  * changes; the console still gets the alert.
  */
 import type { Transition } from '../detectors/engine.js';
-import type { AlertLog } from '../notifiers/console.js';
+import { STATUS, type AlertLog } from '../notifiers/console.js';
 import { FailureReport } from '../util/failures.js';
 import type { Logger } from '../util/log.js';
 
@@ -26,9 +26,10 @@ export class TransitionRecord {
   record(ts: readonly Transition[]): void {
     for (const t of ts) {
       const f = t.finding;
-      const level = this.quiet ? 'debug' : t.kind === 'resolved' || f.severity === 'info' ? 'info' : 'warn';
-      const fields = { run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: t.kind };
-      this.log[level](fields, `${t.kind}: ${f.detector}: ${f.message}`);
+      const status = STATUS[t.kind];
+      const level = this.quiet ? 'debug' : t.kind === 'cleared' || f.severity === 'info' ? 'info' : 'warn';
+      const fields = { run: f.run, round: f.round, step: f.step, detector: f.detector, severity: f.severity, transition: status };
+      this.log[level](fields, `${status}: ${f.detector}: ${f.message}`);
     }
     const err = this.alertLog.record(ts);
     if (err === null) {

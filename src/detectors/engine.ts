@@ -14,10 +14,15 @@ import type { RunState } from '../runs/run.js';
 import { DETECTORS } from './index.js';
 import { findingKey, SEVERITY_RANK, type DetectContext, type Detector, type Draft, type Finding, type Params } from './types.js';
 
+/**
+ * A finding's change: it holds (after two evaluations, or a decisive one), it no longer holds, or
+ * it holds at a higher severity. Alerts (alerting/) follow from findings with their own states;
+ * the console and alerts.jsonl name these transitions firing, resolved and escalated.
+ */
 export interface Transition {
-  kind: 'firing' | 'resolved' | 'escalated';
+  kind: 'held' | 'cleared' | 'escalated';
   finding: Finding;
-  /** On a resolved transition: the round the (run-wide) finding moved on to, where it fires now. */
+  /** On a cleared transition: the round the (run-wide) finding moved on to, where it holds now. */
   movedTo?: number | null;
 }
 
@@ -90,7 +95,7 @@ export class DetectorEngine {
     for (const [key, f] of this.active) {
       if (!on.has(f.detector)) {
         this.unset(key, f);
-        out.push({ kind: 'resolved', finding: f });
+        out.push({ kind: 'cleared', finding: f });
       }
     }
     return out;
@@ -200,7 +205,7 @@ export class DetectorEngine {
   /** A finding held long enough (no active finding has its key): it fires. */
   private fire(key: string, finding: Finding): Transition[] {
     this.put(key, finding);
-    return [{ kind: 'firing', finding }];
+    return [{ kind: 'held', finding }];
   }
 
   private apply(run: RunState, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
@@ -239,8 +244,7 @@ export class DetectorEngine {
       this.put(key, finding);
       // A run-scoped finding that moves to another round is another alert (alerts are keyed by
       // run, detector and round on every surface): the old one resolves, the new one fires.
-      if (active.round !== finding.round)
-        out.push({ kind: 'resolved', finding: active, movedTo: finding.round }, { kind: 'firing', finding });
+      if (active.round !== finding.round) out.push({ kind: 'cleared', finding: active, movedTo: finding.round }, { kind: 'held', finding });
       else if (SEVERITY_RANK[finding.severity] > SEVERITY_RANK[active.severity]) out.push({ kind: 'escalated', finding });
     }
     // Held once and not again: never fired, forgotten.
@@ -255,7 +259,7 @@ export class DetectorEngine {
       this.failing.delete(key);
       const f = this.active.get(key)!;
       this.unset(key, f);
-      out.push({ kind: 'resolved', finding: f });
+      out.push({ kind: 'cleared', finding: f });
     }
     return out;
   }
@@ -293,11 +297,11 @@ export class DetectorEngine {
     const out: Transition[] = [];
     for (const [key, f] of this.active) {
       const prev = was.get(key);
-      if (prev === undefined) out.push({ kind: 'firing', finding: f });
-      else if (prev.round !== f.round) out.push({ kind: 'resolved', finding: prev, movedTo: f.round }, { kind: 'firing', finding: f });
+      if (prev === undefined) out.push({ kind: 'held', finding: f });
+      else if (prev.round !== f.round) out.push({ kind: 'cleared', finding: prev, movedTo: f.round }, { kind: 'held', finding: f });
       else if (SEVERITY_RANK[f.severity] > SEVERITY_RANK[prev.severity]) out.push({ kind: 'escalated', finding: f });
     }
-    for (const [key, f] of was) if (!this.active.has(key)) out.push({ kind: 'resolved', finding: f });
+    for (const [key, f] of was) if (!this.active.has(key)) out.push({ kind: 'cleared', finding: f });
     return out;
   }
 

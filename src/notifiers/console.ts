@@ -8,14 +8,19 @@ import { findingJson } from '../report/json.js';
 import { Journal } from '../state/journal.js';
 import { printable, where } from '../util/format.js';
 
-const LABEL: Record<Transition['kind'], string> = { firing: 'FIRING', resolved: 'RESOLVED', escalated: 'ESCALATED' };
+/** The words the console and alerts.jsonl use for a finding's transitions (alerts.jsonl's `status`). */
+export const STATUS: Record<Transition['kind'], 'firing' | 'resolved' | 'escalated'> = {
+  held: 'firing',
+  cleared: 'resolved',
+  escalated: 'escalated',
+};
 
 export function formatTransition(t: Transition): string {
   const f = t.finding;
   const at = where(f);
   // The run is a folder name and messages quote log text: shown with control characters escaped.
-  const head = `${LABEL[t.kind]} [${f.severity}] ${f.detector}: ${printable(f.run)}${at ? ` (${at})` : ''}`;
-  if (t.kind === 'resolved') return `${head}\n  ${printable(resolvedMessage(f, t.movedTo))}\n`;
+  const head = `${STATUS[t.kind].toUpperCase()} [${f.severity}] ${f.detector}: ${printable(f.run)}${at ? ` (${at})` : ''}`;
+  if (t.kind === 'cleared') return `${head}\n  ${printable(resolvedMessage(f, t.movedTo))}\n`;
   return `${head}\n  ${printable(f.message)}\n${f.recommendation ? `  -> ${printable(f.recommendation)}\n` : ''}`;
 }
 
@@ -39,7 +44,8 @@ export class AlertLog {
       this.out?.write(formatTransition(t));
       // A resolved alert of a run-wide finding that moved on says to which round (`moved_to`).
       const moved = t.movedTo !== undefined ? { moved_to: t.movedTo } : {};
-      lines += JSON.stringify({ time: new Date(this.now()).toISOString(), status: t.kind, ...moved, ...findingJson(t.finding) }) + '\n';
+      lines +=
+        JSON.stringify({ time: new Date(this.now()).toISOString(), status: STATUS[t.kind], ...moved, ...findingJson(t.finding) }) + '\n';
     }
     try {
       this.journal.append(lines);
