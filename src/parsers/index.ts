@@ -26,7 +26,7 @@ const BY_ID = new Map<string, InputFormat>(INPUTS.map((f) => [f.id, f]));
 
 /** How a file is recognised and read: the id of one of INPUTS. */
 export type FileKind = (typeof INPUTS)[number]['id'];
-export const INPUT_IDS = INPUTS.map((f) => f.id) as FileKind[];
+export const INPUT_IDS: FileKind[] = INPUTS.map((f) => f.id);
 
 export function inputOf(kind: FileKind): InputFormat {
   return BY_ID.get(kind)!;
