@@ -111,7 +111,6 @@ export class TextLogParser implements LineParser {
     let error: Malformed | null = null;
     for (const piece of pieces) {
       const r = this.piece(piece);
-      if (r === null) continue;
       if (Array.isArray(r)) {
         if (r.length > 0) (out ??= []).push(...r);
       } else error ??= r;
@@ -120,9 +119,9 @@ export class TextLogParser implements LineParser {
     return error ?? NOTHING;
   }
 
-  private piece(raw: string): LineResult | null {
+  private piece(raw: string): LineResult {
     const { text, time } = cleanLine(raw);
-    if (text.length === 0 || text.startsWith('wandb:')) return null;
+    if (text.length === 0 || text.startsWith('wandb:')) return NOTHING;
     const keyMap = this.opts.keyMap;
     const stamp = (r: MetricRecord): MetricRecord => {
       if (time !== undefined && r.time === undefined) r.time = time;
@@ -167,7 +166,7 @@ export class TextLogParser implements LineParser {
     return this.plainLine(text, time, stamp);
   }
 
-  private plainLine(text: string, time: number | undefined, stamp: (r: MetricRecord) => MetricRecord): LineResult | null {
+  private plainLine(text: string, time: number | undefined, stamp: (r: MetricRecord) => MetricRecord): LineResult {
     const fatal = this.fatal.line(text);
     if (fatal !== null) {
       if (time !== undefined) fatal.time = time;
@@ -199,7 +198,7 @@ export class TextLogParser implements LineParser {
         if (Object.keys(values).length > 0) out.push(stamp({ kind: 'metrics', step, values }));
       }
     }
-    if (out.length === 0) return null;
+    if (out.length === 0) return NOTHING;
     // A progress bar alone says nothing of the log's format (TRL's console draws hundreds).
     if (out.length > 1 || plan === null) this.seen['train-log']++;
     return out;
