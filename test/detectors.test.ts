@@ -262,23 +262,23 @@ describe('each detector declares itself once; the docs agree', () => {
   });
 });
 
+/** A detector for the engine's tests: run-scoped, a warning, judged at every record unless `every` says otherwise. */
+function testDetector(d: Pick<Detector, 'id' | 'detect'> & Partial<Detector>): Detector {
+  return { description: 'test', cleared: 'test', defaults: { enabled: true, severity: 'warning' }, every: () => 1, scope: 'run', ...d };
+}
+
 describe('engine', () => {
   test('a time-based detector is judged by the clock, and on a record only while its finding holds (the record resolves it)', () => {
     let calls = 0;
     let silent = false;
-    const clock: Detector = {
+    const clock = testDetector({
       id: 'stale-run',
-      description: 'test',
-      cleared: 'test',
-      defaults: { enabled: true, severity: 'warning' },
-      every: () => 1,
-      scope: 'run',
       timeBased: true,
       detect: () => {
         calls++;
         return silent ? [{ severity: 'warning', round: null, step: null, message: 'silent', evidence: {}, recommendation: null }] : [];
       },
-    };
+    });
     const engine = new DetectorEngine({}, [clock]);
     const run = new RunState('/runs/r', DEFAULTS.stats);
     const ctx = { now: 0, live: true, final: false };
@@ -315,18 +315,14 @@ describe('engine', () => {
   test("a decisive evaluation while the trainer pauses leaves the step-driven schedule as it was: judged at analyze's records", () => {
     const judgedAt = (pauses: number[]): number[] => {
       const at: number[] = [];
-      const counting: Detector = {
+      const counting = testDetector({
         id: 'generator-regression',
-        description: 'test',
-        cleared: 'test',
-        defaults: { enabled: true, severity: 'warning' },
         every: () => 8,
-        scope: 'run',
         detect: (r) => {
           at.push(r.recordsRead());
           return [];
         },
-      };
+      });
       const engine = new DetectorEngine({}, [counting]);
       const run = new RunState('/runs/r', DEFAULTS.stats);
       const ctx = { now: 0, live: true, final: false };
@@ -353,15 +349,11 @@ describe('engine', () => {
 
   test('a run-wide finding that moves to another round: the old alert resolves saying it moved, the new one fires, on the console and in notifications alike', () => {
     let round = 1;
-    const wide: Detector = {
+    const wide = testDetector({
       id: 'generator-regression',
-      description: 'test',
       cleared: 'the accuracy no longer falls',
-      defaults: { enabled: true, severity: 'warning' },
-      every: () => 1,
-      scope: 'run',
       detect: () => [{ severity: 'warning', round, step: 5, message: `falling in round ${round}`, evidence: {}, recommendation: null }],
-    };
+    });
     const engine = new DetectorEngine({}, [wide]);
     const run = new RunState('/runs/r', DEFAULTS.stats);
     const ctx = { now: 0, live: true, final: false };
