@@ -72,9 +72,9 @@ export async function demo(o: DemoOptions): Promise<DemoResult> {
       done();
     },
   });
-  const daemon = new Daemon({ config, log: createLogger(config.log), alertStream: alerts, sweepIntervalMs: 1000 });
-  await daemon.start();
-  const channels = daemon.alerter?.channels ?? [];
+  const daemon = await Daemon.open({ config, log: createLogger(config.log), alertStream: alerts, sweepIntervalMs: 1000 });
+  await daemon.run();
+  const channels = daemon.alerter.channels;
 
   const scenario = SIM_SCENARIOS[SCENARIO];
   say('barwatch demo: a small BAR-RAG training (selector trained with GRPO, generator fine-tuned, alternating)');

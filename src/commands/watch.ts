@@ -34,7 +34,10 @@ export function registerWatch(program: Command): void {
       // On a terminal the banner below says it.
       log[forPeople(config.log) ? 'debug' : 'info']({ config: configFile, state_dir: config.stateDir }, `using ${where.said}`);
       const [{ Daemon }, { StateDirInUse }] = await Promise.all([import('../daemon/daemon.js'), import('../daemon/state.js')]);
-      const daemon = new Daemon({ config, log, singleRun });
+      const daemon = await Daemon.open({ config, log, singleRun }).catch((err: unknown) => {
+        if (err instanceof StateDirInUse) fail(err.message);
+        throw err;
+      });
       let stopping = false;
       const stop = (signal: string): void => {
         if (stopping) return;
@@ -72,12 +75,7 @@ export function registerWatch(program: Command): void {
         applyListen(next, opts.listen);
         daemon.reload(next).catch((err: unknown) => log.error({ err: (err as Error).message }, 'reload failed'));
       });
-      try {
-        await daemon.start();
-      } catch (err) {
-        if (err instanceof StateDirInUse) fail(err.message);
-        throw err;
-      }
+      await daemon.run();
       // On a terminal, say in a few lines what is going on and how to stop it (JSON logs say it as fields).
       if (forPeople(config.log)) {
         process.stderr.write(

@@ -2,6 +2,11 @@
  * The daemon (`barwatch watch`): builds the parts from the config and wires them together. The
  * parts do the work: the read path (pipeline/), the read queue, the state saver, the detector
  * engine, alerting and its channels, the HTTP endpoints and the nightly summary.
+ *
+ * It is built, then run: `Daemon.open` takes the state folder and builds every part from the saved
+ * state (nothing is read, served or sent yet); `run` serves the page, reads the backlog, then
+ * follows the roots. What only exists while it runs (the page's server, the watcher, the nightly
+ * task) belongs to its phase, not to fields that wait to be filled.
  */
 import { promises as fsp } from 'node:fs';
 import type { ScheduledTask } from 'node-cron';
@@ -13,7 +18,6 @@ import { EventHub } from '../http/events.js';
 import { connectionCaps } from '../http/limits.js';
 import type { HealthSnapshot } from '../http/metrics.js';
 import type { WebSource } from '../http/source.js';
-import { SilenceStore } from '../alerting/silences.js';
 import { AlertLog } from '../notifiers/console.js';
 import { buildNotifiers } from '../notifiers/index.js';
 import type { Notifier } from '../notifiers/types.js';
@@ -35,7 +39,7 @@ import { scheduleNightly, sendNightly } from './nightly.js';
 import { TransitionRecord } from './transitions.js';
 import { ReadQueue } from './read-queue.js';
 import { planReload } from './reload.js';
-import { lockState, openState, StateSaver } from './state.js';
+import { lockState, openState, StateSaver, type DaemonState } from './state.js';
 import type { StateLock } from '../state/lock.js';
 
 /** Folders of a run that `barwatch watch` follows when started in the run with no config. */
@@ -57,116 +61,93 @@ export interface DaemonOptions {
   alertTickMs?: number;
 }
 
+/** Where a daemon is in its life; the parts that only exist while it runs belong to their phase. */
+type Phase =
+  | { name: 'opened' }
+  /** Reading the backlog (see catchUp): the page answers, /healthz says so. */
+  | { name: 'catching-up'; web: Serving | null }
+  | { name: 'following'; web: Serving | null; watcher: Watching; summary: ScheduledTask | null }
+  | { name: 'stopped' };
+
 export class Daemon {
-  private pipeline: Pipeline | null = null;
-  /** chokidar when polling (watch.poll), else the folder watcher (sources/tree-watcher.ts). */
-  private watcher: Watching | null = null;
-  /** The backlog is being read at start (see catchUp): /healthz says so. */
-  private catchingUp = false;
+  private phase: Phase = { name: 'opened' };
   private readonly timers: NodeJS.Timeout[] = [];
-  private stopping = false;
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly layout: StateLayout;
+  private readonly lock: StateLock | null;
+  private readonly roots: WatchRoot[];
+  private readonly reach: Reach;
+  private readonly way: Follow;
   private readonly engine: DetectorEngine;
+  private readonly pipeline: Pipeline;
   private readonly queue: ReadQueue;
   private readonly saver: StateSaver;
   private readonly record: TransitionRecord;
-  private alerting: Alerting | null = null;
+  /** Rebuilt by a reload (its channels may change), its state carried over. */
+  private alerting: Alerting;
+  private notifierList: Notifier[];
   private alertTicking: Promise<void> = Promise.resolve();
-  /** Alert transitions so far (part of what makes a save necessary). */
+  /** Finding transitions so far (part of what makes a save necessary). */
   private transitions = 0;
-  private summaryTask: ScheduledTask | null = null;
-  private web: Serving | null = null;
-  private lock: StateLock | null = null;
-  /** What changed, for open web pages. */
   /** The HTTP server's share of the descriptors (see http/limits.ts). */
   private readonly caps = connectionCaps();
+  /** What changed, for open web pages. */
   readonly events = new EventHub(this.caps.streams);
   /** A fingerprint of the alerts' states after the last tick: a change is news for open pages. */
   private alertsMark = '';
-  private notifierList: Notifier[] = [];
-  private roots: WatchRoot[] = [];
-  /** Which symlinks are followed and how much each root holds: one count for the catch-up, the watcher and the sweeps. */
-  private reach: Reach | null = null;
   /** A walk of the roots under way (see lookForMissed). */
   private looking: Promise<void> | null = null;
-  private way: Follow = followFor(false);
   /** Per run: the records it had read at a sweep, and since when it has had that many. */
   private readonly readAtSweep = new Map<string, { read: number; since: number }>();
   /** Per run: the records it had read when it was last judged decisively (a catch-up, a settle). */
   private readonly settledAt = new Map<string, number>();
 
-  constructor(private opts: DaemonOptions) {
+  /**
+   * Takes the state folder (StateDirInUse when another daemon holds it), reads the saved state and
+   * builds the read path and alerting from it. Nothing is read, served or sent until `run`.
+   */
+  static async open(opts: DaemonOptions): Promise<Daemon> {
+    const now = opts.now ?? Date.now;
+    const layout = stateLayout(opts.config.stateDir);
+    const lock = lockState(layout, opts.log);
+    try {
+      const loaded = await openState(layout, now(), opts.log);
+      const daemon = new Daemon(opts, layout, lock, loaded);
+      await daemon.alerting.init(loaded?.alerting);
+      const { channels } = daemon.alerting;
+      if (channels.length > 0) opts.log.info({ channels }, 'notification channels');
+      return daemon;
+    } catch (err) {
+      lock?.release();
+      throw err;
+    }
+  }
+
+  private constructor(
+    private opts: DaemonOptions,
+    layout: StateLayout,
+    lock: StateLock | null,
+    loaded: DaemonState | null,
+  ) {
+    const { config } = opts;
     this.now = opts.now ?? Date.now;
     this.log = opts.log;
-    this.layout = stateLayout(opts.config.stateDir);
-    this.engine = new DetectorEngine(opts.config.detectors);
-    this.record = new TransitionRecord(
-      new AlertLog(this.layout.alerts, opts.alertStream ?? (forPeople(opts.config.log) ? process.stdout : null), this.now),
-      this.log,
-      forPeople(opts.config.log),
+    this.layout = layout;
+    this.lock = lock;
+    this.roots = config.watch.roots.map((p, i) =>
+      opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
     );
-    this.queue = new ReadQueue({
-      read: (file) => this.pipeline!.read(file),
-      gone: async (file) => {
-        this.log.info({ file }, 'file removed; stopped following it');
-        await this.pipeline!.untrack(file);
-        // A new file may have taken the name while the old one was closed (a rotation read between
-        // the rename and the creation): its events came while the old one was still followed.
-        const st = await fsp.stat(file).catch(() => null);
-        if (st?.isFile() === true) this.onEvent('add', file);
-      },
-      now: this.now,
-    });
-    this.saver = new StateSaver({
-      file: this.layout.state,
-      log: this.log,
-      pieces: () => this.pipeline!.statePieces(this.alerting !== null ? { alerting: this.alerting.toJSON() } : {}),
-      mark: () => {
-        const t = this.pipeline!.totals();
-        const o = this.alerting?.outbox;
-        const sent = [...(o?.counters.sent.values() ?? [])].join(',');
-        const failed = [...(o?.counters.failed.values() ?? [])].join(',');
-        return `${t.files}|${t.lines}|${t.records}|${this.transitions}|${o?.depth ?? 0}|${sent}|${failed}`;
-      },
-    });
-  }
-
-  /** Findings that hold now. */
-  findings(): Finding[] {
-    return this.engine.findings();
-  }
-
-  /** Whether a run has been judged with everything it has read (quiet for watch.settle_after, or caught up). */
-  settled(runId: string): boolean {
-    const run = this.pipeline?.registry.get(runId);
-    return run !== undefined && this.settledAt.get(runId) === run.recordsRead();
-  }
-
-  /** The alerting stages (the demo reads its channels). */
-  get alerter(): Alerting | null {
-    return this.alerting;
-  }
-
-  async start(): Promise<void> {
-    const { config } = this.opts;
-    this.lock = lockState(this.layout, this.log);
-    const loaded = await openState(this.layout, this.now(), this.log);
-    const roots: WatchRoot[] = config.watch.roots.map((p, i) =>
-      this.opts.singleRun === true && i === 0 ? { path: p, only: DEFAULT_RUN_FOLDERS } : { path: p },
-    );
-    this.roots = roots;
-    const reach = new Reach(
-      roots.map((r) => r.path),
-      [this.layout.dir],
+    this.reach = new Reach(
+      this.roots.map((r) => r.path),
+      [layout.dir],
       config.watch.reach,
     );
-    this.reach = reach;
-    this.alerting = this.buildAlerting(config);
-    await this.alerting.init(loaded?.alerting);
-    if (this.alerting.channels.length > 0) this.log.info({ channels: this.alerting.channels }, 'notification channels');
     this.way = followFor(config.watch.poll);
+    this.engine = new DetectorEngine(config.detectors);
+    this.notifierList = opts.notifiers ?? buildNotifiers(config.notify, channelCommon(config));
+    this.alerting = this.buildAlerting(config);
+    const { roots, reach } = this;
     this.pipeline = new Pipeline(
       {
         parser: config.parser,
@@ -184,12 +165,65 @@ export class Daemon {
       },
       loaded,
     );
+    this.record = new TransitionRecord(
+      new AlertLog(this.layout.alerts, opts.alertStream ?? (forPeople(opts.config.log) ? process.stdout : null), this.now),
+      this.log,
+      forPeople(opts.config.log),
+    );
+    this.queue = new ReadQueue({
+      read: (file) => this.pipeline.read(file),
+      gone: async (file) => {
+        this.log.info({ file }, 'file removed; stopped following it');
+        await this.pipeline.untrack(file);
+        // A new file may have taken the name while the old one was closed (a rotation read between
+        // the rename and the creation): its events came while the old one was still followed.
+        const st = await fsp.stat(file).catch(() => null);
+        if (st?.isFile() === true) this.onEvent('add', file);
+      },
+      now: this.now,
+    });
+    this.saver = new StateSaver({
+      file: this.layout.state,
+      log: this.log,
+      pieces: () => this.pipeline.statePieces({ alerting: this.alerting.toJSON() }),
+      mark: () => {
+        const t = this.pipeline.totals();
+        const o = this.alerting.outbox;
+        const sent = [...o.counters.sent.values()].join(',');
+        const failed = [...o.counters.failed.values()].join(',');
+        return `${t.files}|${t.lines}|${t.records}|${this.transitions}|${o.depth}|${sent}|${failed}`;
+      },
+    });
+  }
+
+  /** Findings that hold now. */
+  findings(): Finding[] {
+    return this.engine.findings();
+  }
+
+  /** Whether a run has been judged with everything it has read (quiet for watch.settle_after, or caught up). */
+  settled(runId: string): boolean {
+    const run = this.pipeline.registry.get(runId);
+    return run !== undefined && this.settledAt.get(runId) === run.recordsRead();
+  }
+
+  /** The alerting stages (the demo reads its channels). */
+  get alerter(): Alerting {
+    return this.alerting;
+  }
+
+  /** Serves the page, reads the backlog, then follows the roots until `stop`. */
+  async run(): Promise<void> {
+    if (this.phase.name !== 'opened') throw new Error(`the daemon is ${this.phase.name}; it runs once`);
+    const { config } = this.opts;
+    const { pipeline, roots, reach } = this;
     // The page, /healthz and /metrics answer during the catch-up (a weekend's backlog takes minutes).
-    this.web = await serveWeb(config, this.webSource(), this.events, () => this.snapshot(), this.log, this.caps);
-    this.catchingUp = true;
-    await catchUp(this.pipeline, this.engine, roots, reach, this.log, (t) => this.onTransitions(t));
-    this.catchingUp = false;
-    for (const run of this.pipeline.registry.all()) this.settledAt.set(run.id, run.recordsRead());
+    const web = await serveWeb(config, this.webSource(), this.events, () => this.snapshot(), this.log, this.caps);
+    this.phase = { name: 'catching-up', web };
+    await catchUp(pipeline, this.engine, roots, reach, this.log, (t) => this.onTransitions(t));
+    // A stop during the catch-up closed the server already; nothing more starts.
+    if (this.stopped()) return;
+    for (const run of pipeline.registry.all()) this.settledAt.set(run.id, run.recordsRead());
     this.log.info(
       {
         roots: roots.map((r) => (r.only ? `${r.path} (${r.only.join(', ')})` : r.path)),
@@ -198,25 +232,42 @@ export class Daemon {
       },
       'watching',
     );
-    this.watcher = await this.startWatcher(roots, reach);
+    const watcher = await this.startWatcher();
+    if (this.stopped()) {
+      await watcher.close();
+      return;
+    }
+    this.phase = { name: 'following', web, watcher, summary: scheduleNightly(config, () => this.sendSummary(), this.log) };
     // A line written after its file was caught up on but before the watcher covered its folder
     // raised no event: one more look at every file now that the watcher is ready closes that gap.
-    for (const file of this.pipeline.sources.keys()) this.queue.schedule(file);
+    for (const file of pipeline.sources.keys()) this.queue.schedule(file);
     await this.queue.idle();
+    if (this.stopped()) return;
     await this.saver.save();
+    if (this.stopped()) return;
     this.every(config.watch.checkpointIntervalMs, () => (this.saver.due() ? this.saver.save() : undefined));
     this.every(config.watch.statusIntervalMs, () => this.status());
     this.every(this.opts.alertTickMs ?? 1000, () => this.alertTick());
-    this.summaryTask = scheduleNightly(config, () => this.sendSummary(), this.log);
     void this.alertTick();
     this.every(this.opts.sweepIntervalMs ?? config.watch.sweepIntervalMs, () => this.sweep());
     this.status();
   }
 
-  private startWatcher(roots: WatchRoot[], reach: Reach): Promise<Watching> {
+  /** Whether `stop` was called (the run's steps check it after each wait). */
+  private stopped(): boolean {
+    return this.phase.name === 'stopped';
+  }
+
+  private startWatcher(): Promise<Watching> {
     const { watch } = this.opts.config;
     const errors = new FailureReport();
-    const options = { roots, poll: watch.poll, pollIntervalMs: watch.pollIntervalMs, exclude: [this.layout.dir], reach };
+    const options = {
+      roots: this.roots,
+      poll: watch.poll,
+      pollIntervalMs: watch.pollIntervalMs,
+      exclude: [this.layout.dir],
+      reach: this.reach,
+    };
     const onEvent = (event: WatchEvent, file: string): void => this.onEvent(event, file);
     const onError = (err: Error): void => {
       const e = err as NodeJS.ErrnoException;
@@ -242,7 +293,7 @@ export class Daemon {
 
   private onEvent(event: WatchEvent, file: string): void {
     const p = this.pipeline;
-    if (p === null || this.stopping) return;
+    if (this.stopped()) return;
     if (event === 'renamed') p.sources.get(file)?.suspectPath();
     if (!p.has(file)) {
       if (event === 'unlink') return;
@@ -259,7 +310,6 @@ export class Daemon {
   /** Re-reads every followed file (a missed event costs at most one sweep), closes idle debug-log steps, runs time-based detectors. */
   private sweep(): void {
     const p = this.pipeline;
-    if (p === null) return;
     const now = this.now();
     p.tick(this.opts.config.parser.debugStepGapMs);
     for (const [file, src] of p.sources) {
@@ -282,7 +332,7 @@ export class Daemon {
     }
     // The folder watcher looks for roots it waits for (and lists every folder again at one sweep in
     // ten, against a lost inotify event); chokidar's missed files are found by a walk.
-    const w = this.watcher;
+    const w = this.phase.name === 'following' ? this.phase.watcher : null;
     this.looking ??= (w?.rescan !== undefined ? w.rescan() : this.lookForMissed()).finally(() => (this.looking = null));
   }
 
@@ -293,10 +343,9 @@ export class Daemon {
    */
   private async lookForMissed(): Promise<void> {
     const p = this.pipeline;
-    if (p === null || this.reach === null) return;
     for (const root of this.roots) {
       for (const f of await filesUnder(root.path, this.roots, this.reach)) {
-        if (p.has(f.file) || this.stopping) continue;
+        if (p.has(f.file) || this.stopped()) continue;
         this.log.info({ file: f.file }, 'found a file the watcher did not report; following it');
         p.track(f.file, f.kind, f.place);
         this.queue.schedule(f.file);
@@ -313,18 +362,18 @@ export class Daemon {
 
   /** The page's address, once it is served (null when http.listen is off or the port was taken). */
   get url(): string | null {
-    return this.web?.url ?? null;
+    const p = this.phase;
+    return p.name === 'catching-up' || p.name === 'following' ? (p.web?.url ?? null) : null;
   }
 
   private webSource(): WebSource {
-    const fallback = new SilenceStore(this.layout.silences);
     return {
       now: this.now,
-      runs: () => this.pipeline?.registry.all() ?? [],
-      run: (id) => this.pipeline?.registry.get(id),
+      runs: () => this.pipeline.registry.all(),
+      run: (id) => this.pipeline.registry.get(id),
       findings: () => this.engine.findings(),
       alerting: () => this.alerting,
-      silences: () => this.alerting?.silences ?? fallback,
+      silences: () => this.alerting.silences,
       silencesChanged: () => {
         this.events.silences();
         void this.alertTick();
@@ -333,8 +382,8 @@ export class Daemon {
     };
   }
 
+  /** Alerting over the channels, with the daemon's state folder; a finding's sparkline from its run. */
   private buildAlerting(config: Config): Alerting {
-    this.notifierList = this.opts.notifiers ?? buildNotifiers(config.notify, channelCommon(config));
     return new Alerting({
       layout: this.layout,
       ...config.alerting,
@@ -342,7 +391,7 @@ export class Daemon {
       log: this.log,
       now: this.now,
       sparkline: (a) => {
-        const run = this.pipeline?.registry.get(a.finding.run);
+        const run = this.pipeline.registry.get(a.finding.run);
         return run === undefined ? null : findingSparkline(run, a.finding);
       },
     });
@@ -351,7 +400,6 @@ export class Daemon {
   /** Advances alerts and sends what is due; one tick at a time. */
   alertTick(): Promise<void> {
     const a = this.alerting;
-    if (a === null) return Promise.resolve();
     this.alertTicking = this.alertTicking
       .then(() => a.tick(this.engine.findings()))
       .then(() => {
@@ -376,8 +424,9 @@ export class Daemon {
     const t = this.engine.setParams(applied.detectors);
     if (t.length > 0) this.onTransitions(t);
     await this.alertTicking;
-    const state = this.alerting?.toJSON();
-    await this.alerting?.close();
+    const state = this.alerting.toJSON();
+    await this.alerting.close();
+    this.notifierList = this.opts.notifiers ?? buildNotifiers(applied.notify, channelCommon(applied));
     this.alerting = this.buildAlerting(applied);
     await this.alerting.init(state);
     const message =
@@ -389,9 +438,10 @@ export class Daemon {
 
   /** What /healthz and /metrics report. */
   snapshot(): HealthSnapshot {
-    const unwatched = this.watcher?.unwatched?.() ?? { folders: 0, code: null };
+    const watcher = this.phase.name === 'following' ? this.phase.watcher : null;
+    const unwatched = watcher?.unwatched?.() ?? { folders: 0, code: null };
     return healthSnapshot({
-      pipeline: this.pipeline!,
+      pipeline: this.pipeline,
       alerting: this.alerting,
       findings: this.engine.findings(),
       oldestQueuedAt: this.queue.oldestQueuedAt(),
@@ -399,45 +449,46 @@ export class Daemon {
       alertLogError: this.record.error,
       unwatched: unwatched.folders === 0 ? null : limitText(unwatched),
       unwatchedFolders: unwatched.folders,
-      catchingUp: this.catchingUp,
+      catchingUp: this.phase.name === 'catching-up',
       now: this.now(),
     });
   }
 
   /** Builds the summary from the live state and sends it to summary.channels. */
   async sendSummary(): Promise<void> {
-    if (this.pipeline !== null)
-      await sendNightly(this.opts.config, this.pipeline.registry.all(), this.engine.findings(), this.notifierList, this.now(), this.log);
+    await sendNightly(this.opts.config, this.pipeline.registry.all(), this.engine.findings(), this.notifierList, this.now(), this.log);
   }
 
   /** Runs that read records since they were last judged decisively (see sweep). */
   private unsettled(): number {
     let n = 0;
-    for (const run of this.pipeline?.registry.all() ?? []) if (this.settledAt.get(run.id) !== run.recordsRead()) n++;
+    for (const run of this.pipeline.registry.all()) if (this.settledAt.get(run.id) !== run.recordsRead()) n++;
     return n;
   }
 
   status(): void {
-    if (this.pipeline === null) return;
     const [fields, message] = statusLine(this.pipeline.totals(), this.queue.size, this.alerting, this.engine.findings(), this.unsettled());
     this.log.info(fields, message);
   }
 
+  /** Stops following, sends what is due, saves the state and gives the state folder back. */
   async stop(): Promise<void> {
-    if (this.stopping) return;
-    this.stopping = true;
+    const was = this.phase;
+    if (was.name === 'stopped') return;
+    this.phase = { name: 'stopped' };
     for (const t of this.timers) clearInterval(t);
-    await this.summaryTask?.stop();
+    if (was.name === 'following') await was.summary?.stop();
     this.events.close();
-    await this.web?.server.stop();
-    await this.watcher?.close();
+    if (was.name === 'catching-up' || was.name === 'following') await was.web?.server.stop();
+    if (was.name === 'following') await was.watcher.close();
     await this.looking;
     await this.queue.stop();
     await this.alertTick();
-    await this.saver.save(true);
-    await this.alerting?.close();
-    await this.pipeline?.close();
+    // A stop before the run saves nothing: nothing was read (the saved state stays as it was).
+    if (was.name !== 'opened') await this.saver.save(true);
+    await this.alerting.close();
+    await this.pipeline.close();
     this.lock?.release();
-    this.log.info('stopped; state saved');
+    this.log.info(was.name === 'opened' ? 'stopped before it ran' : 'stopped; state saved');
   }
 }

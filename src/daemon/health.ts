@@ -7,7 +7,7 @@ import type { Unwatched } from '../sources/tree-watcher.js';
 
 export interface HealthParts {
   pipeline: Pipeline;
-  alerting: Alerting | null;
+  alerting: Alerting;
   findings: readonly Finding[];
   /** When the read that has waited longest was queued (ms), or null. */
   oldestQueuedAt: number | null;
@@ -49,13 +49,13 @@ export function healthSnapshot(h: HealthParts): HealthSnapshot {
     records: t.records,
     malformedByFile: malformed,
     ingestLagSeconds: h.oldestQueuedAt === null ? 0 : (h.now - h.oldestQueuedAt) / 1000,
-    outboxDepth: h.alerting?.outbox.depth ?? 0,
+    outboxDepth: h.alerting.outbox.depth,
     activeAlerts: h.findings.map((f) => ({ detector: f.detector, severity: f.severity })),
-    sent: h.alerting?.outbox.counters.sent ?? new Map<string, number>(),
-    failed: h.alerting?.outbox.counters.failed ?? new Map<string, number>(),
+    sent: h.alerting.outbox.counters.sent,
+    failed: h.alerting.outbox.counters.failed,
     unwatchedFolders: h.unwatchedFolders,
     catchingUp: h.catchingUp,
-    backingOff: h.alerting?.outbox.backingOff() ?? [],
+    backingOff: h.alerting.outbox.backingOff(),
     lastError:
       h.saveError !== null
         ? `cannot save state (${h.saveError})`
@@ -73,13 +73,13 @@ export function healthSnapshot(h: HealthParts): HealthSnapshot {
 export function statusLine(
   t: Totals,
   queued: number,
-  alerting: Alerting | null,
+  alerting: Alerting,
   findings: readonly Finding[] = [],
   /** Runs that read records since they were last judged with everything read (watch.settle_after). */
   unsettled = 0,
 ): [Record<string, number>, string] {
   let sent = 0;
-  for (const n of alerting?.outbox.counters.sent.values() ?? []) sent += n;
+  for (const n of alerting.outbox.counters.sent.values()) sent += n;
   const by = { critical: 0, warning: 0, info: 0 };
   for (const f of findings) by[f.severity]++;
   const active =
@@ -87,7 +87,7 @@ export function statusLine(
       ? 'no active finding'
       : `active: ${by.critical} critical, ${by.warning} warning, ${by.info} info`;
   return [
-    { ...t, queued, outbox: alerting?.outbox.depth ?? 0, sent, critical: by.critical, warning: by.warning, info: by.info, unsettled },
+    { ...t, queued, outbox: alerting.outbox.depth, sent, critical: by.critical, warning: by.warning, info: by.info, unsettled },
     `status: ${t.runs} run(s), ${t.files} file(s), ${t.records} record(s) from ${t.lines} line(s), ${t.malformed} malformed, ${t.longLines} over-long; ${active}`,
   ];
 }

@@ -31,13 +31,13 @@ export function alertsJSON(src: WebSource): unknown {
     resolved_at: iso(x.resolvedAt),
     silenced_by: silenced(x)?.id ?? null,
   });
-  const all = a === null ? [] : [...a.book.alerts.values()];
+  const all = [...a.book.alerts.values()];
   return {
     active: all.filter((x) => x.state !== 'resolved').map(view),
     resolved: all.filter((x) => x.state === 'resolved' && x.resolvedAt !== null && now - x.resolvedAt <= DAY_MS).map(view),
-    deliveries: a?.outbox.deliveries() ?? [],
-    outbox_depth: a?.outbox.depth ?? 0,
-    channels: a?.channels ?? [],
+    deliveries: a.outbox.deliveries(),
+    outbox_depth: a.outbox.depth,
+    channels: a.channels,
   };
 }
 

@@ -48,7 +48,7 @@ function latestRound(run: RunState): RoundState | null {
 }
 
 function health(run: RunState, src: WebSource): { state: RunHealth; severity: Severity | null; count: number } {
-  const alerts = src.alerting()?.book.alerts;
+  const alerts = src.alerting().book.alerts;
   let state: RunHealth = 'healthy';
   let severity: Severity | null = null;
   let count = 0;
@@ -57,11 +57,7 @@ function health(run: RunState, src: WebSource): { state: RunHealth; severity: Se
     if (s === 'firing' || state !== 'firing') state = s;
     if (severity === null || SEVERITY_RANK[sev] > SEVERITY_RANK[severity]) severity = sev;
   };
-  if (alerts !== undefined) {
-    for (const a of alerts.values()) if (a.finding.run === run.id && a.state !== 'resolved') consider(a.state, a.finding.severity);
-  } else {
-    for (const f of src.findings()) if (f.run === run.id) consider('firing', f.severity);
-  }
+  for (const a of alerts.values()) if (a.finding.run === run.id && a.state !== 'resolved') consider(a.state, a.finding.severity);
   return { state, severity, count };
 }
 

@@ -9,8 +9,7 @@ export interface WebSource {
   runs(): readonly RunState[];
   run(id: string): RunState | undefined;
   findings(): readonly Finding[];
-  /** Null before the daemon has started its alerting. */
-  alerting(): Alerting | null;
+  alerting(): Alerting;
   silences(): SilenceStore;
   /** A silence was added or removed through the page. */
   silencesChanged(): void;
