@@ -92,6 +92,23 @@ function giveChunk(b: Buffer): void {
   if (spareChunks.length < SPARE_CHUNKS) spareChunks.push(b);
 }
 
+/** How a tailer stats a path and reads its open file (TailOptions.sync), chosen once per tailer. */
+interface FileIo {
+  stat(file: string): Stats | Promise<Stats>;
+  /** Bytes read into buf[0, length) from `at`. */
+  read(fh: fsp.FileHandle, buf: Buffer, length: number, at: number): number | Promise<number>;
+}
+
+const SYNC_IO: FileIo = {
+  stat: (file) => statSync(file),
+  read: (fh, buf, length, at) => readSync(fh.fd, buf, 0, length, at),
+};
+
+const ASYNC_IO: FileIo = {
+  stat: (file) => fsp.stat(file),
+  read: async (fh, buf, length, at) => (await fh.read(buf, 0, length, at)).bytesRead,
+};
+
 export class FileTailer {
   private fh: fsp.FileHandle | null = null;
   private dev = -1;
@@ -115,6 +132,9 @@ export class FileTailer {
   /** Whether the path must be stat'ed at the next read (always, unless opts.trustEvents). */
   private pathSuspect = true;
   private saved: TailCheckpoint | null;
+  private readonly io: FileIo;
+  /** A read of the open file may skip the stat of its path while no event made it suspect (TailOptions.trustEvents). */
+  private readonly trustEvents: boolean;
 
   constructor(
     readonly file: string,
@@ -123,6 +143,8 @@ export class FileTailer {
     private readonly notices: TailNotices = {},
   ) {
     this.saved = saved;
+    this.io = opts.sync === true ? SYNC_IO : ASYNC_IO;
+    this.trustEvents = opts.trustEvents === true && opts.sync === true;
   }
 
   checkpoint(): TailCheckpoint | null {
@@ -141,14 +163,14 @@ export class FileTailer {
    */
   async read(deliver: Deliver, maxBytes?: number): Promise<ReadOutcome> {
     const budget = maxBytes ?? this.opts.maxBytesPerRead ?? MAX_BYTES_PER_READ;
-    if (this.opts.trustEvents === true && this.opts.sync === true && !this.pathSuspect && this.fh !== null && this.tailLen > 0) {
+    if (this.trustEvents && !this.pathSuspect && this.fh !== null && this.tailLen > 0) {
       // The name still leads to the open file: read on from the descriptor, no stat. A shorter
       // file or changed bytes before readPos show in the verified read.
       return this.settle(await this.readFrom(deliver, budget, Infinity, true), deliver, budget, Infinity);
     }
     let st: Stats;
     try {
-      st = this.opts.sync === true ? statSync(this.file) : await fsp.stat(this.file);
+      st = await this.io.stat(this.file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       // The name is gone; what the open handle still reaches is read to its end.
@@ -284,8 +306,7 @@ export class FileTailer {
   private async sameFirstLine(): Promise<boolean> {
     if (this.fh === null || this.fp === null) return true;
     const buf = Buffer.alloc(this.fpLen);
-    const bytesRead =
-      this.opts.sync === true ? readSync(this.fh.fd, buf, 0, this.fpLen, 0) : (await this.fh.read(buf, 0, this.fpLen, 0)).bytesRead;
+    const bytesRead = await this.io.read(this.fh, buf, this.fpLen, 0);
     return bytesRead === this.fpLen && sha1(buf) === this.fp;
   }
 
@@ -309,7 +330,7 @@ export class FileTailer {
       for (;;) {
         if (this.readPos >= size) return 'idle';
         const at = this.readPos - check;
-        const got = this.opts.sync === true ? readSync(fh.fd, buf, 0, buf.length, at) : (await fh.read(buf, 0, buf.length, at)).bytesRead;
+        const got = await this.io.read(fh, buf, buf.length, at);
         if (check > 0) {
           if (got < check) return 'truncated';
           if (buf.compare(this.tail, 0, check, 0, check) !== 0) return 'rewritten';
