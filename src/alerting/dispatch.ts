@@ -4,10 +4,16 @@
  * later changes wait `group_interval`; a group that still fires is re-notified after
  * `repeat_interval`; resolved alerts are notified when `resolve_notify`. Every decision has a
  * reason, and every skip is reported with its reason too.
+ *
+ * A tick runs four stages, each a function of what the one before gave, as Alertmanager's notify
+ * pipeline does: group (the alerts of each run), silence (which of them a silence covers),
+ * decide (what the group's channels must hear and why) and schedule (when it may be said). Only
+ * `Dispatcher.tick` changes anything: the alert book and the groups' records, from what the
+ * stages decided.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { AlertBook } from './lifecycle.js';
-import type { SilenceStore } from './silences.js';
+import type { Silence, SilenceStore } from './silences.js';
 import type { Alert, Notification, NotifiedAlert, NotifyReason } from './types.js';
 
 export interface DispatchOptions {
@@ -68,6 +74,71 @@ function told(notified: readonly string[], a: Alert): boolean {
   return notified.some((fp) => fp === a.fingerprint || fp.slice(0, fp.lastIndexOf('@')) === a.key);
 }
 
+/** Stage 1, group: the alerts that may be notified (pending ones wait for `for`), by run. */
+function groupByRun(book: AlertBook): Map<string, Alert[]> {
+  const byGroup = new Map<string, Alert[]>();
+  for (const a of book.alerts.values()) {
+    if (a.state === 'pending') continue;
+    const list = byGroup.get(a.finding.run);
+    if (list === undefined) byGroup.set(a.finding.run, [a]);
+    else list.push(a);
+  }
+  return byGroup;
+}
+
+/** A group's alerts after the silence stage. */
+interface Unsilenced {
+  firing: Alert[];
+  resolved: Alert[];
+  silenced: { alert: Alert; by: Silence }[];
+}
+
+/** Stage 2, silence: which of a group's alerts a silence covers; the others may be told. */
+function applySilences(alerts: readonly Alert[], silenced: (a: Alert) => Silence | null): Unsilenced {
+  const out: Unsilenced = { firing: [], resolved: [], silenced: [] };
+  for (const a of alerts) {
+    const by = silenced(a);
+    if (by !== null) out.silenced.push({ alert: a, by });
+    else (a.state === 'firing' ? out.firing : out.resolved).push(a);
+  }
+  return out;
+}
+
+/** What a group's channels must hear now, and which resolved alerts are done with. */
+interface Verdict {
+  /** Null: nothing to say. */
+  reason: NotifyReason | null;
+  /** The resolved alerts to send as resolved (their firing was told, and resolve_notify is on). */
+  resolving: Alert[];
+  /** Resolved alerts dealt with without a word: never told as firing, or resolve_notify is off. */
+  quiet: Alert[];
+}
+
+/** Stage 3, decide: what the group's channels must hear, from what they were last told. */
+function decide(g: Readonly<GroupState>, u: Unsilenced, now: number, opts: DispatchOptions): Verdict {
+  const toldResolved = u.resolved.filter((a) => told(g.notified, a));
+  const neverTold = u.resolved.filter((a) => !told(g.notified, a));
+  const resolving = opts.resolveNotify ? toldResolved : [];
+  const quiet = opts.resolveNotify ? neverTold : [...neverTold, ...toldResolved];
+  let reason: NotifyReason | null = null;
+  if (u.firing.some((a) => !told(g.notified, a))) reason = g.lastFlush === null ? 'first notification of the group' : 'new alerts in group';
+  else if (resolving.length > 0) reason = 'alerts resolved';
+  else if (u.firing.length > 0 && g.lastFlush !== null && now - g.lastFlush >= opts.repeatIntervalMs) reason = 'repeat interval elapsed';
+  return { reason, resolving, quiet };
+}
+
+/** Stage 4, schedule: when a group with something to say may say it. */
+function flushAt(g: Readonly<GroupState>, reason: NotifyReason, now: number, opts: DispatchOptions): number {
+  if (reason === 'repeat interval elapsed') return now;
+  if (g.lastFlush === null) return now + opts.groupWaitMs;
+  return Math.max(now, g.lastFlush + opts.groupIntervalMs);
+}
+
+/** The group's record without these alerts: a later episode of the same key is new. */
+function untold(notified: readonly string[], alerts: readonly Alert[]): string[] {
+  return notified.filter((fp) => !alerts.some((a) => told([fp], a)));
+}
+
 export class Dispatcher {
   private readonly groups = new Map<string, GroupState>();
   /** Fingerprints already reported as silenced (each skip is logged once). */
@@ -90,78 +161,52 @@ export class Dispatcher {
     return out;
   }
 
+  /** Runs the stages for every group and applies what they decided to the book and the groups. */
   tick(book: AlertBook, silences: SilenceStore, now: number, sparkline: Sparkline = () => null): DispatchResult {
     const out: DispatchResult = { notifications: [], decisions: [] };
+    const byGroup = groupByRun(book);
     const silenced = silences.matcher(now);
-    const byGroup = new Map<string, Alert[]>();
-    for (const a of book.alerts.values()) {
-      if (a.state === 'pending') continue;
-      const list = byGroup.get(a.finding.run) ?? [];
-      list.push(a);
-      byGroup.set(a.finding.run, list);
-    }
     for (const name of new Set([...byGroup.keys(), ...this.groups.keys()])) {
       const alerts = byGroup.get(name) ?? [];
       const g = this.groups.get(name) ?? { nextFlush: null, lastFlush: null, notified: [] };
       this.groups.set(name, g);
-      const firing: Alert[] = [];
-      const resolved: Alert[] = [];
-      for (const a of alerts) {
-        const s = silenced(a);
-        if (s !== null) {
-          if (!this.silencedSeen.has(a.fingerprint)) {
-            this.silencedSeen.add(a.fingerprint);
-            out.decisions.push({
-              group: name,
-              send: false,
-              reason: `${a.finding.detector} silenced by ${s.id} until ${s.endsAt}${s.comment ? ` (${s.comment})` : ''}`,
-            });
-          }
-          if (a.state === 'resolved') book.forget(a.key);
-          else if (told(g.notified, a)) g.notified = g.notified.filter((x) => !told([x], a));
-          continue;
+      const u = applySilences(alerts, silenced);
+      for (const { alert: a, by } of u.silenced) {
+        if (!this.silencedSeen.has(a.fingerprint)) {
+          this.silencedSeen.add(a.fingerprint);
+          const why = `${a.finding.detector} silenced by ${by.id} until ${by.endsAt}${by.comment ? ` (${by.comment})` : ''}`;
+          out.decisions.push({ group: name, send: false, reason: why });
         }
-        (a.state === 'firing' ? firing : resolved).push(a);
+        // A silenced resolution is done with; a silenced firing alert is told again when the silence ends.
+        if (a.state === 'resolved') book.forget(a.key);
       }
-      // Resolved alerts that were never notified as firing resolve quietly.
-      const toResolve = resolved.filter((a) => told(g.notified, a));
-      for (const a of resolved) if (!told(g.notified, a)) book.forget(a.key);
-      const fresh = firing.filter((a) => !told(g.notified, a));
-      const resolving = this.opts.resolveNotify ? toResolve : [];
-      if (!this.opts.resolveNotify) {
-        for (const a of toResolve) book.forget(a.key);
-        g.notified = g.notified.filter((fp) => !toResolve.some((a) => told([fp], a)));
-      }
-      let reason: NotifyReason | null = null;
-      if (fresh.length > 0) reason = g.lastFlush === null ? 'first notification of the group' : 'new alerts in group';
-      else if (resolving.length > 0) reason = 'alerts resolved';
-      else if (firing.length > 0 && g.lastFlush !== null && now - g.lastFlush >= this.opts.repeatIntervalMs)
-        reason = 'repeat interval elapsed';
-      if (reason === null) {
-        if (firing.length === 0 && resolved.length === 0 && alerts.length === 0) this.groups.delete(name);
+      g.notified = untold(
+        g.notified,
+        u.silenced.filter((x) => x.alert.state !== 'resolved').map((x) => x.alert),
+      );
+      const v = decide(g, u, now, this.opts);
+      for (const a of v.quiet) book.forget(a.key);
+      g.notified = untold(g.notified, v.quiet);
+      if (v.reason === null) {
+        if (alerts.length === 0) this.groups.delete(name);
         g.nextFlush = null;
         continue;
       }
       if (g.nextFlush === null) {
-        g.nextFlush =
-          reason === 'repeat interval elapsed'
-            ? now
-            : g.lastFlush === null
-              ? now + this.opts.groupWaitMs
-              : Math.max(now, g.lastFlush + this.opts.groupIntervalMs);
-        out.decisions.push({ group: name, send: false, reason: `${reason}: waiting until ${new Date(g.nextFlush).toISOString()}` });
+        g.nextFlush = flushAt(g, v.reason, now, this.opts);
+        out.decisions.push({ group: name, send: false, reason: `${v.reason}: waiting until ${new Date(g.nextFlush).toISOString()}` });
       }
       if (g.nextFlush > now) continue;
-      const alertsOut = [
-        ...firing.map((a) => toNotified(a, 'firing', sparkline)),
-        ...resolving.map((a) => toNotified(a, 'resolved', sparkline)),
+      const sent = [
+        ...u.firing.map((a) => toNotified(a, 'firing', sparkline)),
+        ...v.resolving.map((a) => toNotified(a, 'resolved', sparkline)),
       ];
-      out.notifications.push({ group: name, reason, createdAt: new Date(now).toISOString(), alerts: alertsOut });
-      out.decisions.push({ group: name, send: true, reason });
-      g.notified = firing.map((a) => a.fingerprint);
+      out.notifications.push({ group: name, reason: v.reason, createdAt: new Date(now).toISOString(), alerts: sent });
+      out.decisions.push({ group: name, send: true, reason: v.reason });
+      g.notified = u.firing.map((a) => a.fingerprint);
       g.lastFlush = now;
       g.nextFlush = null;
-      for (const a of resolving) book.forget(a.key);
+      for (const a of v.resolving) book.forget(a.key);
     }
     return out;
   }
