@@ -149,6 +149,26 @@ describe('grouping, repeat and resolve timing', () => {
     assert.equal(rec.sent[1]!.alerts[0]!.status, 'resolved');
   });
 
+  test("the book's revision moves when an alert's state changes, and only then (what tells open pages to look again)", async () => {
+    const clock = new FakeClock();
+    const { a } = await setup(clock, [], { forMs: 30 * S, groupWaitMs: 0 });
+    const f = finding('/runs/a', 'reward-collapse');
+    const seen: number[] = [a.book.revision];
+    const tick = async (fs: Finding[], after = 10 * S): Promise<void> => {
+      clock.advance(after);
+      await a.tick(fs);
+      seen.push(a.book.revision);
+    };
+    await tick([f]); // pending
+    await tick([{ ...f, step: 120, message: 'still holds' }]); // the same pending alert: no change of state
+    await tick([f], 30 * S); // firing
+    await tick([f]); // still firing
+    await tick([]); // resolved (keep_firing_for 0), told and forgotten in the same tick
+    await tick([]);
+    const moved = seen.slice(1).map((r, i) => r !== seen[i]);
+    assert.deepEqual(moved, [true, false, true, false, true, false]);
+  });
+
   test('silences: a silenced alert is not sent, the skip is logged once, and it resolves quietly', async () => {
     const clock = new FakeClock();
     const rec = new Recorder();

@@ -18,6 +18,8 @@ export function alertKey(f: Finding): string {
 
 export class AlertBook {
   readonly alerts = new Map<string, Alert>();
+  /** Counts changes of the alerts' states (one added, fired, resolved or forgotten): equal revisions, the same states. */
+  private changes = 0;
 
   constructor(private readonly opts: LifecycleOptions) {}
 
@@ -40,21 +42,25 @@ export class AlertBook {
           resolvedAt: null,
         };
         this.alerts.set(key, a);
+        this.changes++;
       }
       a.finding = f;
       a.lastHeld = now;
       if (a.state === 'pending' && now - a.activeSince >= this.opts.forMs) {
         a.state = 'firing';
         a.firingSince = now;
+        this.changes++;
       }
     }
     for (const a of this.alerts.values()) {
       if (holding.has(a.key)) continue;
       if (a.state === 'pending') {
         this.alerts.delete(a.key);
+        this.changes++;
       } else if (a.state === 'firing' && now - a.lastHeld >= this.opts.keepFiringForMs) {
         a.state = 'resolved';
         a.resolvedAt = now;
+        this.changes++;
       }
     }
   }
@@ -62,7 +68,11 @@ export class AlertBook {
   /** Forgets a resolved alert once its resolution has been dealt with. */
   forget(key: string): void {
     const a = this.alerts.get(key);
-    if (a?.state === 'resolved') this.alerts.delete(key);
+    if (a?.state === 'resolved' && this.alerts.delete(key)) this.changes++;
+  }
+
+  get revision(): number {
+    return this.changes;
   }
 
   toJSON(): Alert[] {
@@ -71,5 +81,6 @@ export class AlertBook {
 
   restore(list: Alert[] | undefined): void {
     for (const a of list ?? []) this.alerts.set(a.key, a);
+    this.changes++;
   }
 }

@@ -94,8 +94,8 @@ export class Daemon {
   private readonly caps = connectionCaps();
   /** What changed, for open web pages. */
   readonly events = new EventHub(this.caps.streams);
-  /** A fingerprint of the alerts' states after the last tick: a change is news for open pages. */
-  private alertsMark = '';
+  /** The alert book's revision after the last tick: a change is news for open pages. */
+  private alertsSeen = -1;
   /** A walk of the roots under way (see lookForMissed). */
   private looking: Promise<void> | null = null;
   /** Per run: the records it had read at a sweep, and since when it has had that many. */
@@ -189,9 +189,7 @@ export class Daemon {
       mark: () => {
         const t = this.pipeline.totals();
         const o = this.alerting.outbox;
-        const sent = [...o.counters.sent.values()].join(',');
-        const failed = [...o.counters.failed.values()].join(',');
-        return `${t.files}|${t.lines}|${t.records}|${this.transitions}|${o.depth}|${sent}|${failed}`;
+        return [t.files, t.lines, t.records, this.transitions, o.depth, total(o.counters.sent), total(o.counters.failed)];
       },
     });
   }
@@ -403,10 +401,8 @@ export class Daemon {
     this.alertTicking = this.alertTicking
       .then(() => a.tick(this.engine.findings()))
       .then(() => {
-        let mark = '';
-        for (const x of a.book.alerts.values()) mark += `${x.key}=${x.state};`;
-        if (mark !== this.alertsMark) {
-          this.alertsMark = mark;
+        if (a.book.revision !== this.alertsSeen) {
+          this.alertsSeen = a.book.revision;
           this.events.alerts();
         }
       })
@@ -429,6 +425,7 @@ export class Daemon {
     this.notifierList = this.opts.notifiers ?? buildNotifiers(applied.notify, channelCommon(applied));
     this.alerting = this.buildAlerting(applied);
     await this.alerting.init(state);
+    this.alertsSeen = -1;
     const message =
       `configuration reloaded: ${changed.length > 0 ? `${changed.join(', ')} applied` : 'nothing to apply'}` +
       (needRestart.length > 0 ? `; ${needRestart.join(', ')} take effect at the next restart` : '');
@@ -491,4 +488,11 @@ export class Daemon {
     this.lock?.release();
     this.log.info(was.name === 'opened' ? 'stopped before it ran' : 'stopped; state saved');
   }
+}
+
+/** Deliveries (or failures) over every channel. */
+function total(counts: ReadonlyMap<string, number>): number {
+  let n = 0;
+  for (const x of counts.values()) n += x;
+  return n;
 }

@@ -79,14 +79,18 @@ export interface SaverOptions {
   file: string;
   /** The state as pieces of one JSON text (see Pipeline.statePieces). */
   pieces: () => string[];
-  /** A fingerprint of what the state holds (counts): equal fingerprints, nothing to save. */
-  mark: () => string;
+  /** Counts of what the state holds (records read, transitions, notifications): all as at the last save, nothing to save. */
+  mark: () => readonly number[];
   log: Logger;
+}
+
+function sameCounts(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 export class StateSaver {
   private saving: Promise<void> = Promise.resolve();
-  private savedMark = '';
+  private savedMark: readonly number[] = [];
   /** How long the last save took and when it ended (performance.now() ms). */
   private last = { ms: 0, endedAt: -Infinity };
   private readonly failure = new FailureReport();
@@ -111,7 +115,7 @@ export class StateSaver {
 
   private async saveOnce(force: boolean): Promise<void> {
     const mark = this.opts.mark();
-    if (mark === this.savedMark && this.error === null && !force) return;
+    if (sameCounts(mark, this.savedMark) && this.error === null && !force) return;
     const start = performance.now();
     try {
       await writeAtomic(this.opts.file, this.opts.pieces());

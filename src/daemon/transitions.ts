@@ -1,7 +1,7 @@
 /**
- * Every finding transition from the engine (fired, escalated, resolved) goes to the daemon's log,
- * the console and `<state_dir>/alerts.jsonl` (notifiers/console.ts). A failing append is logged once until it
- * changes; the console still gets the alert.
+ * Every finding transition from the engine (held, escalated, cleared) goes to the daemon's log,
+ * the console and `<state_dir>/alerts.jsonl` (notifiers/console.ts). A failing append is logged
+ * once until it changes; the console still gets the block.
  */
 import type { Transition } from '../detectors/engine.js';
 import { STATUS, type AlertLog } from '../notifiers/console.js';

@@ -1,6 +1,8 @@
 /**
- * Alerts as the daemon reports them before any notifier is configured: a readable block on the
- * console (stdout) and one JSON line per transition in `<state_dir>/alerts.jsonl`.
+ * The record of findings as the engine finds them, always on: a readable block on the console
+ * (stdout) and one JSON line per transition in `<state_dir>/alerts.jsonl`. It records every
+ * transition, the catch-up's included; `for`, `keep_firing_for` and silences apply to the
+ * alerts sent to channels (alerting/), not to this record.
  */
 import { resolvedMessage } from '../detectors/index.js';
 import type { Transition } from '../detectors/engine.js';
