@@ -217,7 +217,15 @@ test('kill -9 right after each delivery, before the next checkpoint: nothing is 
   const smtp = await new SmtpCapture().start();
   after(() => Promise.all([slack.stop(), am.stop(), smtp.stop()]));
   const root = tempDir();
-  const { plan } = writePlan(root, ['oscillating', 'nan-rewards', 'format-heavy', 'few-rollouts', 'aggressive-filter', 'stalled'], 4);
+  // Gated: the writer goes on only when the daemon has sent everything the writes so far call for,
+  // so the deliveries to kill after depend on what is written, not on how fast the machine is.
+  const { writes, plan } = writePlan(
+    root,
+    ['oscillating', 'nan-rewards', 'format-heavy', 'few-rollouts', 'aggressive-filter', 'stalled'],
+    4,
+    40,
+    true,
+  );
   const cfg = path.join(root, 'c.yaml');
   // No checkpoint while the test runs (the state on disk is the one written at each start, before
   // any send): what was sent must come from the record of deliveries, not from state.json.
@@ -238,20 +246,25 @@ test('kill -9 right after each delivery, before the next checkpoint: nothing is 
   let d = new DaemonProcess([path.join(root, 'runs'), '--config', cfg]);
   await d.waitFor((l) => l.msg === 'watching');
   const writer = fork(REPLAY, [plan], { stdio: 'inherit' });
-  let finished = false;
-  const done = new Promise<void>((resolve) => writer.on('exit', () => resolve())).then(() => (finished = true));
+  const done = new Promise<void>((resolve) => writer.on('exit', () => resolve()));
   let kills = 0;
-  // The moment that matters: the daemon has logged a delivery (it logs after recording it) and has
-  // not checkpointed since its start. Each such line is answered at once with a kill -9.
-  while (!finished) {
-    const from = d.logs.length;
-    const sent = await Promise.race([
-      d.waitFor((l) => l.msg.startsWith('sent to ') && d.logs.indexOf(l) >= from, 60_000).then(() => true),
-      done.then(() => false),
-    ]).catch(() => false);
-    if (!sent) break;
-    d = await killAndRestart(d, [path.join(root, 'runs'), '--config', cfg]);
-    kills++;
+  const CHUNKS = 12;
+  for (let c = 1; c <= CHUNKS; c++) {
+    writer.send({ upTo: Math.ceil((writes.length * c) / CHUNKS) });
+    // The moment that matters: the daemon has logged a delivery (it logs after recording it) and has
+    // not checkpointed since its start. Each such line is answered at once with a kill -9, until
+    // the daemon is quiet (nothing queued, nothing more sent) with what was written so far.
+    for (;;) {
+      const from = d.logs.length;
+      const current = d;
+      const sent = await Promise.race([
+        current.waitFor((l) => l.msg.startsWith('sent to ') && current.logs.indexOf(l) >= from, 60_000).then(() => true),
+        current.waitQuiet(4, 60_000).then(() => false),
+      ]).catch(() => false);
+      if (!sent) break;
+      d = await killAndRestart(d, [path.join(root, 'runs'), '--config', cfg]);
+      kills++;
+    }
   }
   await done;
   await d.waitQuiet();
