@@ -305,6 +305,24 @@ export class DetectorEngine {
     return out;
   }
 
+  /**
+   * Forgets a run that is no more (its files were found to be separate runs, sources/runs.ts):
+   * its findings are returned as cleared, and nothing of it is kept.
+   */
+  forgetRun(runId: string): Transition[] {
+    const out: Transition[] = [];
+    for (const [key, f] of this.active) {
+      if (f.run !== runId) continue;
+      this.unset(key, f);
+      this.failing.delete(key);
+      out.push({ kind: 'cleared', finding: f });
+    }
+    for (const [key, f] of this.pending) if (f.run === runId) this.pending.delete(key);
+    this.evaluated.delete(runId);
+    this.nextDue.delete(runId);
+    return out;
+  }
+
   /** Findings that hold now, for one run or all. */
   findings(runId?: string): Finding[] {
     const all = [...this.active.values()];

@@ -82,4 +82,5 @@ export const jsonlInput = defineInput({
     return t.startsWith('{"') || t.startsWith('{ "');
   },
   create: (opts) => new RewardHistoryParser(opts),
+  wholeRun: true,
 });

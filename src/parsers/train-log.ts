@@ -214,4 +214,5 @@ export const textInput = defineInput({
   named: (base) => TEXT_EXT.test(base),
   sniffed: () => true,
   create: (opts) => new TextLogParser(opts),
+  wholeRun: true,
 });

@@ -81,4 +81,5 @@ export const trainerStateInput = defineInput({
   named: (base) => base.includes('trainer_state') && base.endsWith('.json'),
   sniffed: (head) => head.trimStart().startsWith('{') && head.includes('"log_history"'),
   create: (opts) => new TrainerStateParser(opts),
+  wholeRun: true,
 });

@@ -181,6 +181,12 @@ export interface InputFormat<Id extends string = string> {
   stream?: { firstStep(records: readonly Uint8Array[]): number | null };
   /** Its records span lines and end when the writer pauses (Parser.flush after parser.debug_step_gap). */
   idleFlush?: boolean;
+  /**
+   * A file of it holds a whole training's log (a console log, a metrics JSONL), so files of it
+   * side by side in one folder may be separate runs: a sweep's logs, each from its first step
+   * (sources/runs.ts).
+   */
+  wholeRun?: boolean;
 }
 
 /** A format's declaration, its id kept as a literal type (FileKind is the union of the listed ids). */

@@ -26,6 +26,7 @@ import type { DetectContext } from '../detectors/types.js';
 import { FailureReport } from '../util/failures.js';
 import path from 'node:path';
 import { firstRecords } from '../sources/record-tailer.js';
+import { mayBeOneOfSeveral, openingOf, ownRun, placeRuns, type Opening } from '../sources/runs.js';
 import { breathe } from '../util/breathe.js';
 
 /** Series names listed in a 'discovered series' log entry (a verl step line has ~70). */
@@ -124,6 +125,10 @@ export class Pipeline {
   private readonly looks = new WeakMap<FileSource, number>();
   /** Counters of files no longer followed (removed), by path. */
   private readonly retired = new Map<string, FileCounters>();
+  /** Where each file's path places it (its run may be its own instead: sources/runs.ts). */
+  private readonly byPath = new Map<string, FilePlace>();
+  /** How the logs that may be one of several runs in a folder begin, once they show a step. */
+  private readonly openings = new Map<string, Opening>();
 
   constructor(
     private readonly opts: PipelineOptions,
@@ -147,6 +152,14 @@ export class Pipeline {
   track(file: string, kind: FileKind, place: FilePlace): FileSource {
     const existing = this.sources.get(file);
     if (existing !== undefined) return existing;
+    this.byPath.set(file, place);
+    // A log found to be a run of its own before stays one (its first lines do not change).
+    const saved = this.saved[file];
+    const own = ownRun({ file, place });
+    return this.trackAt(file, kind, saved !== undefined && saved.place.run === own.run && mayBeOneOfSeveral(kind, place) ? own : place);
+  }
+
+  private trackAt(file: string, kind: FileKind, place: FilePlace): FileSource {
     const saved = this.saved[file];
     const usable = saved !== undefined && saved.kind === kind && saved.place.run === place.run ? saved : null;
     const src = openSource(file, kind, place, { parser: this.opts.parser, tail: this.opts.tail, problem: (p) => this.problem(p) }, usable);
@@ -168,14 +181,11 @@ export class Pipeline {
   async untrack(file: string): Promise<void> {
     const src = this.sources.get(file);
     if (src === undefined) return;
-    this.sources.delete(file);
-    const key = roundOf(src.place);
-    this.byRound.get(key)?.delete(src);
-    if (this.byRound.get(key)?.size === 0) this.byRound.delete(key);
-    this.retired.set(file, { ...src.counters });
     // What it held for its round's other files is its run's all the same.
     for (const b of src.held.splice(0)) this.sink(b.records, b.format, src);
-    await src.close();
+    await this.drop(src);
+    this.byPath.delete(file);
+    this.openings.delete(file);
   }
 
   private problem(p: FileProblem): void {
@@ -316,6 +326,68 @@ export class Pipeline {
     while ((await this.readRound(file, false)) === 'more') await breathe();
   }
 
+  /**
+   * Before a file's first read, where its folder holds other logs that may be runs of their own:
+   * the run of each, by sources/runs.ts. A file that moves before it was read just moves; a run
+   * already read with a file that moves (a sweep's second log appeared while the daemon watched
+   * the first) is forgotten, its findings cleared, and its files read again under their runs.
+   */
+  private async settleRuns(file: string): Promise<void> {
+    const src = this.sources.get(file);
+    if (src === undefined || !mayBeOneOfSeveral(src.kind, this.pathOf(src))) return;
+    const dir = path.dirname(file);
+    const here = [...this.sources.values()].filter((s) => path.dirname(s.file) === dir && mayBeOneOfSeveral(s.kind, this.pathOf(s)));
+    if (here.length < 2 && src.place === this.pathOf(src)) return;
+    const candidates = [];
+    for (const s of here) candidates.push({ file: s.file, place: this.pathOf(s), opening: await this.openingOf(s) });
+    const placed = placeRuns(candidates);
+    const moving = here.filter((s) => placed.get(s.file)!.run !== s.place.run);
+    if (moving.length === 0) return;
+    const read = new Set(moving.map((s) => s.place.run).filter((run) => this.registry.get(run) !== undefined));
+    const again = [...this.sources.values()].filter((s) => read.has(s.place.run));
+    for (const run of read) {
+      this.registry.remove(run);
+      this.stepOf.delete(run);
+      const t = this.opts.engine?.forgetRun(run) ?? [];
+      if (t.length > 0 && !this.holdAlerts) this.opts.onTransitions?.(t);
+    }
+    const retrack = [...new Set([...moving, ...again])];
+    for (const s of retrack) {
+      await this.drop(s);
+      delete this.saved[s.file];
+      this.trackAt(s.file, s.kind, placed.get(s.file) ?? this.pathOf(s));
+    }
+    const runs = [...new Set(moving.map((s) => placed.get(s.file)!.run))];
+    this.opts.log.info(
+      { folder: dir, runs },
+      `${dir} holds ${runs.length} separate run(s), one log each from its first step${read.size > 0 ? '; what was read of them is read again' : ''}`,
+    );
+    // Files read before under another run are read again now (analyze will not come back to them).
+    for (const s of again) if (s.file !== file) await this.drain(s.file);
+  }
+
+  private pathOf(src: FileSource): FilePlace {
+    return this.byPath.get(src.file) ?? src.place;
+  }
+
+  private async openingOf(src: FileSource): Promise<Opening | null> {
+    const known = this.openings.get(src.file);
+    if (known !== undefined) return known;
+    const o = await openingOf(src.file, src.kind, this.opts.parser);
+    if (o !== null) this.openings.set(src.file, o);
+    return o;
+  }
+
+  /** Stops following a file to follow it again under another run: what it held is read again. */
+  private async drop(src: FileSource): Promise<void> {
+    this.sources.delete(src.file);
+    const key = roundOf(src.place);
+    this.byRound.get(key)?.delete(src);
+    if (this.byRound.get(key)?.size === 0) this.byRound.delete(key);
+    this.retired.set(src.file, { ...src.counters });
+    await src.close();
+  }
+
   /** Before a file's first read: the rounds before it are read, and its restarted event files ordered. */
   private async open(src: FileSource): Promise<void> {
     if (this.opened.has(src)) return;
@@ -336,6 +408,8 @@ export class Pipeline {
   }
 
   private async readRound(file: string, hold: boolean): Promise<ReadOutcome> {
+    const before = this.sources.get(file);
+    if (before !== undefined && !this.opened.has(before)) await this.settleRuns(file);
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
     // Opened first: that finds the round's other files on disk, so they are merged from the start.

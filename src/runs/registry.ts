@@ -20,6 +20,11 @@ export class RunRegistry {
     return { run, created: true };
   }
 
+  /** Forgets a run (its files became runs of their own). */
+  remove(id: string): void {
+    this.runs.delete(id);
+  }
+
   all(): RunState[] {
     return [...this.runs.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
