@@ -100,7 +100,8 @@ export async function analyzePaths(
   }));
   for (const src of pipeline.sources.values()) {
     const c = src.counters;
-    if (c.lines > 0 && c.records === 0 && c.malformed === c.lines) {
+    if (src.refused !== null) notRead.push({ path: src.file, run: src.place.run, reason: src.refused });
+    else if (c.lines > 0 && c.records === 0 && c.malformed === c.lines) {
       notRead.push({ path: src.file, run: src.place.run, reason: `every line (${c.lines}) was malformed` });
     } else if (c.longLines > 0) {
       notRead.push({ path: src.file, run: src.place.run, reason: `${c.longLines} line(s) over parse.max_line_bytes skipped` });

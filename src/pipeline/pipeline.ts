@@ -190,7 +190,7 @@ export class Pipeline {
 
   private problem(p: FileProblem): void {
     if (!this.reported.failed(`${p.file}|${p.kind}`, p.kind)) return;
-    const level = p.kind === 'malformed' || p.kind === 'long-line' || p.kind === 'too-large' ? 'warn' : 'info';
+    const level = p.kind === 'malformed' || p.kind === 'long-line' || p.kind === 'too-large' || p.kind === 'binary' ? 'warn' : 'info';
     this.opts.log[level](
       { file: p.file, problem: p.kind, offset: p.offset },
       `${p.message}; further ${p.kind} problems in this file are only counted`,

@@ -5,13 +5,57 @@ import type { FilePlace } from './place.js';
 import { FileSource, type FileCheckpoint, type Sink, type SourceContext } from './source.js';
 import type { FileKind } from '../parsers/index.js';
 import { FileTailer, type ReadOutcome, type TailNotices } from './tailer.js';
+import { promises as fsp } from 'node:fs';
+
+/** Bytes of a line file's start looked at for binary content before its first read. */
+const HEAD_BYTES = 4096;
+/** The start of a W&B run file (`run-<id>.wandb`): the magic, then its version. */
+const WANDB_MAGIC = ':W&B';
+
+/**
+ * Why a file named like a log is not one, from its first bytes, or null: a W&B run file, or a
+ * NUL byte among its bytes. A run of NUL bytes at the very start is not counted: a log cut by
+ * copytruncate while its writer went on at the old offset begins with a hole of zeros.
+ */
+export function binaryReason(head: Buffer): string | null {
+  if (head.subarray(0, WANDB_MAGIC.length).toString('latin1') === WANDB_MAGIC)
+    return "a W&B run file (binary), which barwatch does not read yet: point it at the run's console log or TensorBoard folder";
+  let i = 0;
+  while (i < head.length && head[i] === 0) i++;
+  const nul = head.indexOf(0, i);
+  return nul === -1 ? null : `a binary file (a NUL byte at byte ${nul}), not a text log`;
+}
 
 export class LineSource extends FileSource<LineParser> {
   private readonly tailer: FileTailer;
+  /** Whether its first bytes were looked at for binary content (a file resumed from a checkpoint was). */
+  private looked: boolean;
 
   constructor(file: string, kind: FileKind, place: FilePlace, ctx: SourceContext, saved: FileCheckpoint | null) {
     super(file, kind, place, ctx, saved);
     this.tailer = new FileTailer(file, ctx.tail, saved?.tail ?? null, this.notices());
+    this.looked = (saved?.tail?.offset ?? 0) > 0;
+  }
+
+  /** Looks at the first bytes once there are some: a binary file is refused, reported once, never read. */
+  private async lookAtHead(): Promise<void> {
+    const head = await fsp
+      .open(this.file, 'r')
+      .then(async (fh) => {
+        try {
+          const buf = Buffer.alloc(HEAD_BYTES);
+          const { bytesRead } = await fh.read(buf, 0, HEAD_BYTES, 0);
+          return buf.subarray(0, bytesRead);
+        } finally {
+          await fh.close();
+        }
+      })
+      .catch(() => null);
+    // Gone or unreadable: the tailer's read says so. Empty: looked at again at the next read.
+    if (head === null || head.length === 0) return;
+    this.looked = true;
+    this.refused = binaryReason(head);
+    if (this.refused !== null) this.problem({ file: this.file, kind: 'binary', message: `not read: ${this.refused}` });
   }
 
   private notices(): TailNotices {
@@ -44,7 +88,9 @@ export class LineSource extends FileSource<LineParser> {
     this.tailer.suspectPath();
   }
 
-  poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
+  async poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
+    if (!this.looked) await this.lookAtHead();
+    if (this.refused !== null) return 'idle';
     return this.tailer.read((lines, endOffset) => this.apply(lines, endOffset, sink, now), maxBytes);
   }
 

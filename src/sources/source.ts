@@ -45,7 +45,7 @@ export interface FileCheckpoint {
 /** Something about a file that the operator should hear of, once. */
 export interface FileProblem {
   file: string;
-  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large' | 'corrupt';
+  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large' | 'corrupt' | 'binary';
   message: string;
   offset?: number;
 }
@@ -86,6 +86,8 @@ export abstract class FileSource<P extends Parser = Parser> {
   held: Batch[] = [];
   /** The step of the last record of this file applied to its run (null before one with a step). */
   lastStep: number | null = null;
+  /** Why nothing of this file is read (a binary file named like a log), or null. */
+  refused: string | null = null;
   protected readonly problem: (p: FileProblem) => void;
 
   constructor(
