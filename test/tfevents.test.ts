@@ -45,7 +45,7 @@ describe('TensorBoard event files written by tensorboardX', { skip: SAMPLES_SKIP
       assert.equal(f.consumed, buf.length);
       assert.equal(f.badData, 0);
       assert.equal(f.corruptAt, null);
-      const recs = new TfEventsDecoder(DEFAULTS.parser).decode(f.records);
+      const recs = new TfEventsDecoder(DEFAULTS.parser).decode(f.records).filter((r) => r.kind === 'metrics');
       assert.deepEqual(
         recs.map((r) => r.step),
         Array.from({ length: steps }, (_, i) => i + 1),
@@ -108,7 +108,7 @@ describe('TFRecord framing and the record tailer', () => {
     // Cut at every 37 bytes: records are split across writes at arbitrary places.
     for (let at = 0; at < bytes.length; at += 37) {
       appendFileSync(file, bytes.subarray(at, Math.min(bytes.length, at + 37)));
-      await tailer.read((recs) => steps.push(...dec.decode(recs).map((r) => r.step!)));
+      await tailer.read((recs) => steps.push(...dec.decode(recs).flatMap((r) => (r.kind === 'metrics' ? [r.step!] : []))));
     }
     assert.deepEqual(
       steps,
@@ -133,7 +133,7 @@ describe('TFRecord framing and the record tailer', () => {
     let skipped = 0;
     const read = (): Promise<unknown> =>
       tailer.read((r, bad) => {
-        steps.push(...dec.decode(r).map((x) => x.step!));
+        steps.push(...dec.decode(r).flatMap((x) => (x.kind === 'metrics' ? [x.step!] : [])));
         skipped += bad;
       });
     await read();
@@ -170,6 +170,34 @@ describe('TFRecord framing and the record tailer', () => {
     assert.ok(Math.abs(r.series.get('boundary')!.summary.mean - (0.5 + 0.01 * 15.5)) < 1e-6);
     assert.equal(r.series.get('format')!.lastValue !== null, true);
     assert.equal(r.series.has('samples'), false);
+  });
+
+  test("a Hugging Face run's end-of-training summary is its finish line: no stale-run, and the summary is no series", () => {
+    const dir = tempDir();
+    const tb = path.join(dir, 'hf-run', 'runs', 'Jan01_00-00-00_host');
+    mkdirSync(tb, { recursive: true });
+    // Written two years ago (wall times in seconds since the epoch, as the writer stores them).
+    const t0 = Date.now() / 1000 - 2 * 365 * 86_400;
+    const event = (end: boolean): Buffer => {
+      const parts = [versionEvent(t0)];
+      for (let s = 1; s <= 40; s++)
+        parts.push(scalarEvent(s, t0 + 10 * s, 'train/reward', 0.5 + 0.005 * s), scalarEvent(s, t0 + 10 * s, 'train/loss', 0.1));
+      if (end)
+        for (const tag of ['train/train_runtime', 'train/train_loss', 'train/total_flos']) parts.push(scalarEvent(40, t0 + 401, tag, 123));
+      return Buffer.concat(parts);
+    };
+    const file = path.join(tb, 'events.out.tfevents.1.host');
+    writeFileSync(file, event(true));
+    const done = analyzeJson([dir]).doc.runs[0]!;
+    assert.deepEqual(
+      done.findings.map((f) => f.detector),
+      [],
+    );
+    assert.equal(done.rounds[0]!.series['train_runtime'], undefined);
+    assert.equal(done.rounds[0]!.series['train_loss'], undefined);
+    // The same run without the summary did stop without saying it finished.
+    writeFileSync(file, event(false));
+    assert.ok(analyzeJson([dir]).doc.runs[0]!.findings.some((f) => f.detector === 'stale-run'));
   });
 
   test('a restarted writer: the newer file replaces the older one from its first step on, as TensorBoard does', async () => {

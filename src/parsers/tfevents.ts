@@ -222,6 +222,12 @@ function trainTag(tag: string): string {
  * Event records to metric records: the scalars of consecutive events with the same step become
  * one record (a writer logs each tag as its own event), with the trainer's wall time.
  */
+/**
+ * The end-of-training summary Hugging Face's Trainer logs once, at the last step, when `train()`
+ * returns (`train/train_runtime`, ...): the finish line, not series.
+ */
+const END_OF_TRAINING = new Set(['train_runtime', 'train_samples_per_second', 'train_steps_per_second', 'total_flos', 'train_loss']);
+
 export class TfEventsDecoder {
   /** Summary values that were not scalars, and records that did not decode. */
   skipped = 0;
@@ -229,8 +235,8 @@ export class TfEventsDecoder {
 
   constructor(private readonly opts: ParserOptions) {}
 
-  decode(records: readonly Uint8Array[]): MetricRecord[] {
-    const out: MetricRecord[] = [];
+  decode(records: readonly Uint8Array[]): ParsedRecord[] {
+    const out: ParsedRecord[] = [];
     let cur: MetricRecord | null = null;
     for (const rec of records) {
       let e: DecodedEvent;
@@ -242,12 +248,15 @@ export class TfEventsDecoder {
       }
       this.skipped += e.skipped;
       if (e.scalars.length === 0 || e.step === null) continue;
+      const scalars = e.scalars.filter(([tag]) => !END_OF_TRAINING.has(trainTag(tag)));
+      if (scalars.length < e.scalars.length && e.scalars.some(([tag]) => trainTag(tag) === 'train_runtime')) out.push({ kind: 'finished' });
+      if (scalars.length === 0) continue;
       if (cur === null || cur.step !== e.step) {
         cur = { kind: 'metrics', step: e.step, values: {} };
         if (e.wallTime !== null) cur.time = Math.round(e.wallTime * 1000);
         out.push(cur);
       }
-      for (const [tag, value] of e.scalars) cur.values[canonicalKey(trainTag(tag), this.opts.keyMap)] = value;
+      for (const [tag, value] of scalars) cur.values[canonicalKey(trainTag(tag), this.opts.keyMap)] = value;
     }
     return out;
   }
