@@ -32,6 +32,10 @@ export class InputError extends Error {
   override readonly name = 'InputError';
 }
 
+/** Why a log with lines gave nothing. */
+const NO_STEP_LINES =
+  'no step lines (no metrics barwatch reads): the trainer may log its metrics only to W&B or TensorBoard; point barwatch at those';
+
 export async function analyzePaths(
   paths: string[],
   config: Config,
@@ -103,10 +107,13 @@ export async function analyzePaths(
     if (src.refused !== null) notRead.push({ path: src.file, run: src.place.run, reason: src.refused });
     else if (c.lines > 0 && c.records === 0 && c.malformed === c.lines) {
       notRead.push({ path: src.file, run: src.place.run, reason: `every line (${c.lines}) was malformed` });
+    } else if (c.records === 0 && c.malformed === 0 && src.input.wholeRun === true) {
+      notRead.push({ path: src.file, run: src.place.run, reason: c.lines === 0 ? 'empty' : NO_STEP_LINES });
     } else if (c.longLines > 0) {
       notRead.push({ path: src.file, run: src.place.run, reason: `${c.longLines} line(s) over parse.max_line_bytes skipped` });
     }
   }
+  for (const file of found.unknown) notRead.push({ path: file, run: null, reason: 'not a format barwatch reads' });
   const records = [...pipeline.sources.values()].reduce((n, s) => n + s.counters.records, 0);
   if (records === 0 && notRead.length > 0) {
     throw new InputError(`nothing could be read: ${notRead.map((p) => `${p.path}: ${p.reason}`).join('; ')}`);

@@ -18,6 +18,8 @@ export interface FoundFile {
 export interface DiscoverResult {
   files: FoundFile[];
   problems: { path: string; message: string }[];
+  /** Files under the paths that are of no format barwatch reads (by name), sorted. */
+  unknown: string[];
 }
 
 export const SKIP_DIRS = new Set(['.git', 'node_modules', '.barwatch', 'wandb', '__pycache__', '.cache', 'checkpoints']);
@@ -52,6 +54,7 @@ export async function discover(
 ): Promise<DiscoverResult> {
   const files: FoundFile[] = [];
   const problems: DiscoverResult['problems'] = [];
+  const unknown: string[] = [];
   const seenDirs = new Set<string>();
   const seenFiles = new Set<string>();
 
@@ -97,6 +100,7 @@ export async function discover(
         isFile = st.isFile();
       }
       const kind = isFile ? classifyFile(p) : null;
+      if (isFile && kind === null) unknown.push(p);
       if (isDir ? skipDir(e.name) : kind === null) continue;
       const refused = reach.admit(p, isDir);
       if (refused !== null) {
@@ -125,5 +129,6 @@ export async function discover(
     }
   }
   files.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
-  return { files, problems };
+  unknown.sort();
+  return { files, problems, unknown };
 }

@@ -13,17 +13,28 @@ const HEAD_BYTES = 4096;
 const WANDB_MAGIC = ':W&B';
 
 /**
- * Why a file named like a log is not one, from its first bytes, or null: a W&B run file, or a
- * NUL byte among its bytes. A run of NUL bytes at the very start is not counted: a log cut by
- * copytruncate while its writer went on at the old offset begins with a hole of zeros.
+ * Why a file named like a log is not one, from its first bytes, or null: a W&B run file, a NUL
+ * byte in its first line, or a head mostly of control bytes. A log's first line is text; a
+ * corrupt line further on is a malformed line, counted and skipped as any other. A run of NUL
+ * bytes at the very start is not counted: a log cut by copytruncate while its writer went on at
+ * the old offset begins with a hole of zeros.
  */
 export function binaryReason(head: Buffer): string | null {
   if (head.subarray(0, WANDB_MAGIC.length).toString('latin1') === WANDB_MAGIC)
     return "a W&B run file (binary), which barwatch does not read yet: point it at the run's console log or TensorBoard folder";
   let i = 0;
   while (i < head.length && head[i] === 0) i++;
+  const eol = head.indexOf(0x0a, i);
   const nul = head.indexOf(0, i);
-  return nul === -1 ? null : `a binary file (a NUL byte at byte ${nul}), not a text log`;
+  if (nul !== -1 && (eol === -1 || nul < eol)) return `a binary file (a NUL byte at byte ${nul}, in its first line), not a text log`;
+  let control = 0;
+  for (let j = i; j < head.length; j++) {
+    const b = head[j]!;
+    if (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d && b !== 0x1b) control++;
+  }
+  return head.length - i >= 64 && control * 4 > head.length - i
+    ? `a binary file (${control} control bytes in its first ${head.length - i}), not a text log`
+    : null;
 }
 
 export class LineSource extends FileSource<LineParser> {
