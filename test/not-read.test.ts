@@ -13,6 +13,8 @@ describe('binary files named like logs', () => {
   test('a NUL byte or the W&B magic makes a file binary; a hole of zeros at the start (copytruncate) does not', () => {
     assert.equal(binaryReason(Buffer.from('step=1 reward=0.5\n')), null);
     assert.equal(binaryReason(Buffer.concat([Buffer.alloc(2048), Buffer.from('step=1 reward=0.5\n')])), null);
+    // Two lines, then a sparse hole of zeros (a writer that went on past a truncation): text.
+    assert.equal(binaryReason(Buffer.concat([Buffer.from('{"step": 1}\n{"step": 2}\n'), Buffer.alloc(4000)])), null);
     assert.match(binaryReason(Buffer.from([0x73, 0x74, 0x00, 0x01, 0x02]))!, /binary file \(a NUL byte at byte 2, in its first line\)/);
     // A corrupt line after a first line of text is a malformed line, not a binary file.
     assert.equal(binaryReason(Buffer.from('{"step": 1}\n\u0000\u0001binary\n{"step": 2}\n')), null);

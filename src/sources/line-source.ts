@@ -30,7 +30,9 @@ export function binaryReason(head: Buffer): string | null {
   let control = 0;
   for (let j = i; j < head.length; j++) {
     const b = head[j]!;
-    if (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d && b !== 0x1b) control++;
+    // NUL bytes after the first line are left to the lines: a sparse hole (a writer past a
+    // truncation) or a corrupt line is a line over the limit or a malformed one, not a binary file.
+    if (b !== 0x00 && b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d && b !== 0x1b) control++;
   }
   return head.length - i >= 64 && control * 4 > head.length - i
     ? `a binary file (${control} control bytes in its first ${head.length - i}), not a text log`
