@@ -252,8 +252,8 @@ describe('train.log', () => {
     for (const line of lines) {
       const r = metric(new TextLogParser(opts).line(line));
       const q = metric(p.line(line));
-      a.apply({ kind: 'metrics', step: r.step, values: r.values }, r.step!, 0, 'f');
-      b.apply(q, q.step!, 0, 'f');
+      a.apply({ kind: 'metrics', step: r.step, values: r.values }, r.step!, 0, 'f', 'train-log');
+      b.apply(q, q.step!, 0, 'f', 'train-log');
     }
     assert.deepEqual(viaJson(b.toJSON()), viaJson(a.toJSON()));
   });
@@ -509,12 +509,13 @@ describe('reward_history.jsonl read through the learned shape', () => {
     for (const line of lines) {
       const r = metric(parser.line(line));
       if (r instanceof ShapedRecord) throughShape++;
-      shaped.apply(r, r.step!, 0, 'f');
+      shaped.apply(r, r.step!, 0, 'f', 'train-log');
       plain.apply(
         { kind: 'metrics', step: r.step, values: { ...r.values }, ...(r.time !== undefined ? { time: r.time } : {}) },
         r.step!,
         0,
         'f',
+        'train-log',
       );
     }
     assert.ok(throughShape >= 5, `${throughShape} records read through the shape`);

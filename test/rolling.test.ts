@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import { Curve, Ewma, History, RollingWindow, RunningStats } from '../src/stats/rolling.js';
 import { normal, rng } from '../src/sim/random.js';
 import { RoundState } from '../src/runs/round.js';
+import { SeriesStats } from '../src/runs/series.js';
 import { DEFAULTS } from './helpers/defaults.js';
 import { viaJson } from './helpers/json.js';
 
@@ -158,11 +159,11 @@ describe('RoundState.apply', () => {
           values[name] = v;
           want.set(name, [...(want.get(name) ?? []), v]);
         }
-        round.apply({ kind: 'metrics', step, values }, step, 0, 'f');
+        round.apply({ kind: 'metrics', step, values }, step, 0, 'f', 'reward-history');
       }
     }
-    // A second file writing `a` is counted as a duplicate, not mixed in.
-    round.apply({ kind: 'metrics', step: step + 1, values: { a: -1 } }, step + 1, 0, 'other');
+    // A second file in another format writing `a` (a train.log beside reward_history.jsonl) is counted as a duplicate, not mixed in.
+    round.apply({ kind: 'metrics', step: step + 1, values: { a: -1 } }, step + 1, 0, 'other', 'train-log');
     assert.equal(round.duplicates, 1);
     for (const [name, vs] of want) {
       const s = round.series.get(name)!;
@@ -170,5 +171,126 @@ describe('RoundState.apply', () => {
       assert.equal(s.summary.mean, vs.reduce((x, y) => x + y, 0) / vs.length, name);
       assert.deepEqual(s.history.points().values, vs, name);
     }
+  });
+});
+
+describe('a step written again: the newest value wins (a run resumed from a checkpoint)', () => {
+  const v1 = (s: number): number => Math.sin(s / 7) + s / 1000;
+  const v2 = (s: number): number => Math.cos(s / 5) + s / 900;
+  /** The series as written (steps 1..crash, then resume..total again) and as it should read (each step once, the later value). */
+  function pair(total: number, resume: number, crash: number, history = 256): { got: SeriesStats; want: SeriesStats } {
+    const opts = { ...DEFAULTS.stats, history };
+    const got = new SeriesStats(opts);
+    const want = new SeriesStats(opts);
+    for (let s = 1; s <= crash; s++) got.add(s, v1(s));
+    for (let s = resume; s <= total; s++) got.add(s, v2(s));
+    for (let s = 1; s <= total; s++) want.add(s, s < resume ? v1(s) : v2(s));
+    return { got, want };
+  }
+  function close(a: number, b: number, what: string): void {
+    assert.ok(Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)), `${what}: ${a} vs ${b}`);
+  }
+  function same(got: SeriesStats, want: SeriesStats): void {
+    assert.equal(got.summary.n, want.summary.n, 'n');
+    close(got.summary.mean, want.summary.mean, 'mean');
+    close(got.summary.variance, want.summary.variance, 'variance');
+    assert.equal(got.summary.min, want.summary.min, 'min');
+    assert.equal(got.summary.max, want.summary.max, 'max');
+    assert.deepEqual(got.history.points(), want.history.points(), 'history');
+    assert.deepEqual([...got.window.values()], [...want.window.values()], 'window');
+    close(got.ewma.mean, want.ewma.mean, 'ewma mean');
+    close(got.ewma.variance, want.ewma.variance, 'ewma variance');
+    assert.equal(got.ewma.n, want.ewma.n, 'ewma n');
+    assert.equal(got.lastStep, want.lastStep);
+    assert.equal(got.lastValue, want.lastValue);
+    const total = got.curve.total();
+    close(total.n, want.summary.n, 'curve n');
+    close(total.mean, want.summary.mean, 'curve mean');
+  }
+  const cases: [string, number, number, number][] = [
+    ['crashed at 279, resumed from the checkpoint at 251', 400, 251, 279],
+    ['restarted from step 1 after 100 steps', 150, 1, 100],
+    ['a long run (curve buckets of 16) resumed 90 steps back', 2000, 1900, 1990],
+    ['resumed at the very last step', 300, 300, 300],
+  ];
+  for (const [name, total, resume, crash] of cases) {
+    test(name, () => {
+      const { got, want } = pair(total, resume, crash);
+      same(got, want);
+      assert.deepEqual(got.rewinds, { count: 1, values: crash - resume + 1, lastTo: resume, lastFrom: crash, inexact: false });
+    });
+  }
+
+  test('saved and restored between the crash and the resume: the same numbers', () => {
+    const opts = DEFAULTS.stats;
+    const a = new SeriesStats(opts);
+    for (let s = 1; s <= 279; s++) a.add(s, v1(s));
+    const b = SeriesStats.from(viaJson(a.toJSON()), opts);
+    for (let s = 251; s <= 400; s++) b.add(s, v2(s));
+    same(b, pair(400, 251, 279).want);
+  });
+
+  test('a non-finite value among the steps taken back is taken back too', () => {
+    const opts = DEFAULTS.stats;
+    const s = new SeriesStats(opts);
+    for (let i = 1; i <= 50; i++) s.add(i, i === 45 ? NaN : i);
+    assert.equal(s.nonfinite.count, 1);
+    for (let i = 41; i <= 60; i++) s.add(i, i);
+    assert.equal(s.nonfinite.count, 0, 'the NaN at 45 was written over by the resumed run');
+    assert.equal(s.summary.n, 60);
+    assert.equal(s.summary.mean, 30.5);
+  });
+
+  test('resumed further back than the points kept: whole buckets go, the rest is said to be inexact', () => {
+    const { got, want } = pair(600, 100, 500);
+    assert.equal(got.rewinds?.inexact, true);
+    // Buckets that start after the resume step go whole: at most one bucket (4 values) stays wrong.
+    assert.ok(got.summary.n - want.summary.n <= 4 && got.summary.n >= want.summary.n, `${got.summary.n} vs ${want.summary.n}`);
+    assert.deepEqual(got.history.points(), want.history.points());
+    assert.deepEqual([...got.window.values()], [...want.window.values()]);
+    close(got.ewma.mean, want.ewma.mean, 'ewma mean, rebuilt from the points kept');
+  });
+
+  test('History.dropFrom and Curve.dropFrom on their own', () => {
+    const h = new History(8);
+    for (let i = 1; i <= 10; i++) h.push(i, i * 10);
+    assert.deepEqual(h.dropFrom(9), { steps: [9, 10], values: [90, 100] });
+    assert.deepEqual(h.points().steps, [3, 4, 5, 6, 7, 8]);
+    assert.equal(h.firstStep, 3);
+    assert.deepEqual(h.dropFrom(100), { steps: [], values: [] });
+    const c = new Curve(4);
+    const all = { steps: [] as number[], values: [] as number[] };
+    for (let i = 1; i <= 8; i++) {
+      c.push(i, i);
+      all.steps.push(i);
+      all.values.push(i);
+    }
+    assert.equal(c.dropFrom(4, all), true);
+    assert.deepEqual(c.total(), { n: 3, mean: 2, m2: 2, min: 1, max: 3 });
+    assert.equal(c.firstStep, 1);
+  });
+});
+
+describe('RoundState: a run resumed into a new log continues its series', () => {
+  test('the new log in the same format takes the series over from its first step; a log in another format or a peer from the same first step does not', () => {
+    const round = new RoundState('unknown', null, DEFAULTS.stats);
+    for (let s = 1; s <= 80; s++) round.apply({ kind: 'metrics', step: s, values: { r: s } }, s, 0, 'a.log', 'verl-console');
+    // The same numbers in the file logger's JSONL: duplicates.
+    for (let s = 1; s <= 80; s++) round.apply({ kind: 'metrics', step: s, values: { r: s } }, s, 0, 'a.jsonl', 'verl-jsonl');
+    // A second worker's log of the same format from step 1: a peer, not a continuation.
+    for (let s = 1; s <= 80; s++) round.apply({ kind: 'metrics', step: s, values: { r: -s } }, s, 0, 'worker1.log', 'verl-console');
+    assert.equal(round.duplicates, 160);
+    assert.equal(round.series.get('r')!.summary.n, 80);
+    // The resumed run's log from its checkpoint at step 61.
+    for (let s = 61; s <= 120; s++) round.apply({ kind: 'metrics', step: s, values: { r: 1000 + s } }, s, 0, 'b.log', 'verl-console');
+    const r = round.series.get('r')!;
+    assert.equal(r.summary.n, 120);
+    assert.deepEqual(r.history.points(60).values.slice(0, 2), [1061, 1062]);
+    assert.equal(round.handovers, 1);
+    assert.equal(round.resumed()?.lastTo, 61);
+    const back = RoundState.from(viaJson(round.toJSON()), DEFAULTS.stats);
+    // After a restart the resumed log still owns the series; the first log's late lines are duplicates.
+    back.apply({ kind: 'metrics', step: 81, values: { r: 0 } }, 81, 0, 'a.log', 'verl-console');
+    assert.equal(back.series.get('r')!.summary.n, 120);
   });
 });

@@ -3,12 +3,12 @@
  * resumed run in a new file is one run, and watch and analyze agree on it (sources/runs.ts).
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { DaemonState } from '../src/daemon/state.js';
 import { placeRuns, type Candidate } from '../src/sources/runs.js';
-import { analyzeJson } from './helpers/cli.js';
+import { analyzeJson, barwatch } from './helpers/cli.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { grpoWrites, type GrpoScenarioName } from './helpers/grpo-scenarios.js';
@@ -81,6 +81,105 @@ describe('what a run is: the rule', () => {
   for (const [name, candidates, expected] of CASES) test(name, () => assert.deepEqual(runsOf(placeRuns(candidates)), expected));
 });
 
+/** A folder `name` under `dir` holding one file; returns the folder. */
+function writeRun(dir: string, name: string, file: string, text: string): string {
+  const run = path.join(dir, name);
+  mkdirSync(run, { recursive: true });
+  writeFileSync(path.join(run, file), text);
+  return run;
+}
+
+/** verl's file logger: a line per step, the metrics under `data`. */
+function verlJsonl(from: number, to: number, score: (step: number) => number): string {
+  let out = '';
+  for (let s = from; s <= to; s++)
+    out +=
+      JSON.stringify({
+        step: s,
+        data: { 'critic/score/mean': score(s), 'actor/entropy': 0.6 - s / 2000, 'response_length/mean': 300 + (s % 7) },
+      }) + '\n';
+  return out;
+}
+
+const before = (s: number): number => 0.3 + s / 1000 + 0.05 * Math.sin(s);
+const after = (s: number): number => 0.31 + s / 1000 + 0.05 * Math.cos(s);
+
+describe('resumed runs: a step written again counts once, the newest value', () => {
+  test('a train_metrics.jsonl appended by the run resumed at step 251 after a crash at 279: 400 steps, 400 values', () => {
+    const dir = tempDir();
+    const resumed = writeRun(dir, 'resumed', 'train_metrics.jsonl', verlJsonl(1, 279, before) + verlJsonl(251, 400, after));
+    const once = writeRun(dir, 'once', 'train_metrics.jsonl', verlJsonl(1, 250, before) + verlJsonl(251, 400, after));
+    const got = analyzeJson([resumed]).doc.runs[0]!.rounds[0]!;
+    const want = analyzeJson([once]).doc.runs[0]!.rounds[0]!;
+    assert.equal(got.steps, 400);
+    for (const name of Object.keys(want.series)) {
+      assert.equal(got.series[name]!.n, 400, name);
+      assert.ok(Math.abs(got.series[name]!.mean! - want.series[name]!.mean!) < 1e-12, name);
+      assert.ok(Math.abs(got.series[name]!.sd! - want.series[name]!.sd!) < 1e-12, name);
+      assert.equal(got.series[name]!.window.n, want.series[name]!.window.n, name);
+      assert.ok(Math.abs(got.series[name]!.window.sd! - want.series[name]!.window.sd!) < 1e-12, name);
+    }
+    assert.deepEqual(got.resumed, { times: 1, replaced: 29, last_to: 251, last_from: 279, exact: true });
+    const text = barwatch(['analyze', resumed]).stdout;
+    assert.match(text, /resumed at step 251 \(steps 251-279 written again: the later values count\)/);
+  });
+
+  test('a verl console log appended by the resumed run: the same', () => {
+    const lines = logOf('grpo-healthy', 2).split('\n');
+    const at = (step: number): number => lines.findIndex((l) => l.includes(`step:${step} -`));
+    const dir = tempDir();
+    const run = writeRun(
+      dir,
+      'r',
+      'train.log',
+      [...lines.slice(0, at(81)), 'resuming from global_step_60', ...lines.slice(at(61))].join('\n'),
+    );
+    const got = analyzeJson([run]).doc.runs[0]!.rounds[0]!;
+    const want = analyzeJson([writeRun(dir, 'w', 'train.log', lines.join('\n'))]).doc.runs[0]!.rounds[0]!;
+    assert.equal(got.series['critic/score/mean']!.n, want.series['critic/score/mean']!.n);
+    assert.equal(got.series['critic/score/mean']!.mean, want.series['critic/score/mean']!.mean);
+    assert.equal(got.resumed?.last_to, 61);
+  });
+
+  test('watch: the restarted run truncates its train_metrics.jsonl and writes it again from the checkpoint; the run goes on, each step once', async () => {
+    const dir = tempDir();
+    const run = path.join(dir, 'runs', 'ppo');
+    mkdirSync(run, { recursive: true });
+    const file = path.join(run, 'train_metrics.jsonl');
+    writeFileSync(file, verlJsonl(1, 279, before));
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
+    );
+    const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
+    await d.waitFor((l) => l.msg.startsWith('status:') && (l['records'] as number) >= 279);
+    // verl opens the file with "wb": the restart empties it, then the resumed run appends from step 251.
+    writeFileSync(file, '');
+    await d.waitFor((l) => l['problem'] === 'truncated');
+    for (const [from, to] of [
+      [251, 300],
+      [301, 400],
+    ] as const) {
+      appendFileSync(file, verlJsonl(from, to, after));
+      await d.waitFor((l) => l.msg.startsWith('status:') && (l['records'] as number) >= 279 + to - 250);
+    }
+    assert.equal(await d.stop(), 0);
+    const state = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as DaemonState;
+    assert.deepEqual(
+      state.runs.map((r) => r.id),
+      [run],
+      'the same run, not a new one',
+    );
+    const once = analyzeJson([writeRun(dir, 'once', 'train_metrics.jsonl', verlJsonl(1, 250, before) + verlJsonl(251, 400, after))]).doc
+      .runs[0]!.rounds[0]!;
+    const score = state.runs[0]!.rounds[0]!.series['critic/score/mean']!;
+    assert.equal(score.summary.n, 400);
+    assert.ok(Math.abs(score.summary.mean - once.series['critic/score/mean']!.mean!) < 1e-12);
+    assert.equal(score.lastStep, 400);
+  });
+});
+
 describe('what a run is: analyze and watch', () => {
   test('a folder of a sweep: each log is a run named by its file, and the collapse is found in its own run only', () => {
     const dir = tempDir();
@@ -124,8 +223,13 @@ describe('what a run is: analyze and watch', () => {
       doc.runs.map((r) => r.run),
       [run],
     );
-    assert.equal(doc.runs[0]!.rounds[0]!.first_step, 1);
-    assert.equal(doc.runs[0]!.rounds[0]!.last_step, 120);
+    const round = doc.runs[0]!.rounds[0]!;
+    assert.equal(round.first_step, 1);
+    assert.equal(round.last_step, 120);
+    // Every series goes on in the resumed log: before, the first log owned them and steps 81-120 were dropped.
+    for (const [name, s] of Object.entries(round.series)) if (!name.startsWith('val')) assert.equal(s.n, 120, name);
+    const whole = analyzeJson([writeRun(dir, 'whole', 'train.log', lines.join('\n'))]).doc.runs[0]!.rounds[0]!;
+    assert.equal(round.series['critic/score/mean']!.mean, whole.series['critic/score/mean']!.mean);
     assert.deepEqual(doc.runs[0]!.findings, []);
   });
 

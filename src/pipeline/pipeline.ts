@@ -291,7 +291,8 @@ export class Pipeline {
    * As TensorBoard does, the newer file's steps replace the older file's from its first step on:
    * an older file is read only up to the first step of the next newer one (by name, which starts
    * with the writer's start time). In watch, steps of an older file read before the newer file
-   * appeared stay counted; the overlap is reported once.
+   * appeared are replaced as the newer one writes them again (SeriesStats.rewind); the restart is
+   * reported once.
    */
   private async supersede(src: FileSource): Promise<void> {
     const dir = path.dirname(src.file);
@@ -309,7 +310,7 @@ export class Pipeline {
       if (seen !== null && seen >= first) {
         this.opts.log.warn(
           { file: older.file, newer: siblings[i + 1]!.file, step: first },
-          `the trainer restarted: ${path.basename(siblings[i + 1]!.file)} rewrites steps from ${first}; steps of the older file already read stay counted`,
+          `the trainer restarted: ${path.basename(siblings[i + 1]!.file)} rewrites steps from ${first}; its values replace the older file's from there`,
         );
       }
     }

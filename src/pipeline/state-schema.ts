@@ -59,7 +59,17 @@ const series = z.looseObject({
   curve: z.looseObject({
     size: count.min(1),
     per: count.min(1),
-    buckets: z.array(z.looseObject({ firstStep: num, lastStep: num, n: count, mean: numOrNull, m2: numOrNull.optional() })),
+    buckets: z.array(
+      z.looseObject({
+        firstStep: num,
+        lastStep: num,
+        n: count,
+        mean: numOrNull,
+        m2: numOrNull.optional(),
+        min: num.optional(),
+        max: num.optional(),
+      }),
+    ),
   }),
   nonfinite: z.looseObject({ count, firstStep: numOrNull, lastStep: numOrNull, lastValue: z.string().nullable() }),
   lastStep: numOrNull,
@@ -78,6 +88,8 @@ const round = z.looseObject({
   droppedSeries: count,
   duplicates: count,
   owners: z.record(z.string(), z.string()),
+  files: z.record(z.string(), z.looseObject({ format: z.enum(FORMAT_IDS), first: num })).optional(),
+  handovers: count.optional(),
   arrivals: history,
   stepTimes: history.optional(),
   series: z.record(z.string(), series),

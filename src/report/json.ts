@@ -27,6 +27,7 @@ export function seriesJson(s: SeriesStats): Record<string, unknown> {
     window: { n: s.window.n, mean: num(s.window.mean), sd: num(s.window.sd) },
     ewma: { mean: num(s.ewma.mean), sd: num(s.ewma.sd) },
     nonfinite: s.nonfinite.count,
+    ...(s.rewinds === null ? {} : { replaced: s.rewinds.values }),
   };
 }
 
@@ -53,6 +54,15 @@ function roundJson(r: RoundState, run: RunState): Record<string, unknown> {
     };
   }
   if (r.droppedSeries > 0) out['dropped_series'] = r.droppedSeries;
+  const resumed = r.resumed();
+  if (resumed !== null)
+    out['resumed'] = {
+      times: resumed.times,
+      replaced: resumed.replaced,
+      last_to: resumed.lastTo,
+      last_from: resumed.lastFrom,
+      exact: !resumed.inexact,
+    };
   return out;
 }
 

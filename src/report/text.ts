@@ -88,6 +88,16 @@ function distinctSeries(r: RoundState): string[] {
   });
 }
 
+/** A resumed round in words: which steps were written again and that the newest values count. */
+function resumedNote(r: RoundState): string {
+  const x = r.resumed();
+  if (x === null) return '';
+  const times = x.times > 1 ? `${x.times} times, last ` : '';
+  const inexact = x.inexact ? '; some replaced values were older than the points kept and stay in the whole-round statistics' : '';
+  const again = x.lastFrom === null || x.lastFrom === x.lastTo ? `step ${x.lastTo}` : `steps ${x.lastTo}-${x.lastFrom}`;
+  return `  resumed ${times}at step ${x.lastTo} (${again} written again: the later values count${inexact})`;
+}
+
 function renderRounds(run: RunState, detail: Detail): string[] {
   const lines: string[] = [];
   for (const r of run.orderedRounds()) {
@@ -96,11 +106,11 @@ function renderRounds(run: RunState, detail: Detail): string[] {
       const parts = names
         .slice(0, 2)
         .map((n) => `${n} ${fmt(r.series.get(n)!.summary.mean)} ${sparkline(r.series.get(n)!.curve.means(), 12)}`);
-      lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${parts.length > 0 ? `  ${parts.join('  ')}` : ''}`);
+      lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${parts.length > 0 ? `  ${parts.join('  ')}` : ''}${resumedNote(r)}`);
       continue;
     }
     const steps = r.firstStep === null ? '' : `, steps ${r.firstStep}-${r.lastStep}`;
-    lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${steps}`);
+    lines.push(`  ${roundLabel(r)}: ${r.steps} step(s)${steps}${resumedNote(r)}`);
     const width = Math.max(...names.map((n) => n.length), 8);
     for (const n of names) {
       const s = r.series.get(n)!;

@@ -1,6 +1,6 @@
 /** One round of one role in one run (e.g. selector round 2): its steps and its series. */
 import { ListedRecord, ShapedRecord } from '../parsers/keys.js';
-import type { MetricRecord, Role } from '../parsers/types.js';
+import type { FormatId, MetricRecord, Role } from '../parsers/types.js';
 import { SeriesStats, type SeriesJSON, type StatsOptions } from './series.js';
 import { History, type HistoryJSON } from '../stats/rolling.js';
 
@@ -17,9 +17,19 @@ export interface RoundJSON {
   droppedSeries: number;
   duplicates: number;
   owners: Record<string, string>;
+  /** Per file: its format and the first step it wrote in the round. Absent in states saved before it was kept. */
+  files?: Record<string, FileStart>;
+  /** Series a continuing file took over (see RoundState.continues). */
+  handovers?: number;
   arrivals: HistoryJSON;
   stepTimes?: HistoryJSON;
   series: Record<string, SeriesJSON>;
+}
+
+/** The format a file of the round is in and the first step it wrote there. */
+export interface FileStart {
+  format: FormatId;
+  first: number;
 }
 
 interface Slot {
@@ -50,6 +60,12 @@ export class RoundState {
    * counted here and dropped, so nothing is counted twice.
    */
   duplicates = 0;
+  /** Series that a file continuing their owner took over (a run resumed into a new log). */
+  handovers = 0;
+  /** Per file: its format and the first step it wrote in this round (a few files per round). */
+  private readonly files = new Map<string, FileStart>();
+  /** The file of the last record applied, and its start (see apply). */
+  private lastFile: { source: string; start: FileStart } | null = null;
   /** Per series: its statistics and the file that owns it (one lookup per value on the hot path). */
   private readonly slots = new Map<string, Slot>();
   /** The names of the last record applied, in order, and their slots (see apply). */
@@ -77,9 +93,14 @@ export class RoundState {
    * Applies one step's values from `source` (a file); returns the names of series seen for the
    * first time. `steps` counts distinct steps: a step past the highest seen so far.
    */
-  apply(rec: MetricRecord, step: number, now: number, source: string): string[] {
+  apply(rec: MetricRecord, step: number, now: number, source: string, format: FormatId): string[] {
     let fresh: string[] = NO_NAMES;
     this.records++;
+    if (this.lastFile?.source !== source) {
+      let start = this.files.get(source);
+      if (start === undefined) this.files.set(source, (start = { format, first: step }));
+      this.lastFile = { source, start };
+    }
     if (this.lastStep === null || step > this.lastStep) {
       this.steps++;
       this.arrivals.push(step, now);
@@ -137,9 +158,47 @@ export class RoundState {
     }
     // A state saved before owners were kept: the first file to write a series claims it.
     slot.owner ??= source;
-    if (slot.owner !== source) this.duplicates++;
+    if (slot.owner !== source && !this.continues(slot, source)) this.duplicates++;
     else slot.stats.add(step, value);
     return fresh;
+  }
+
+  /**
+   * Whether `source`, which does not own the series, continues it: a run resumed into a new log
+   * (train_0101.log to step 80, then train_0102.log from its checkpoint at step 61). It does when
+   * it is in the owner's format and its first step in the round falls after the series' first and
+   * at most one past its latest; then it takes the series over, and its steps replace the ones
+   * written before (SeriesStats.rewind). A file in another format writes the same numbers (a
+   * reward_history.jsonl and its train.log), and one from the same first step is a peer (a
+   * worker's log): neither takes over.
+   */
+  private continues(slot: Slot, source: string): boolean {
+    const mine = this.files.get(source);
+    const owner = this.files.get(slot.owner!);
+    const first = slot.stats.firstStep;
+    const latest = slot.stats.latest;
+    if (mine === undefined || owner === undefined || first === null || latest === null) return false;
+    if (mine.format !== owner.format || !(mine.first > first && mine.first <= latest + 1)) return false;
+    slot.owner = source;
+    this.handovers++;
+    return true;
+  }
+
+  /**
+   * Where the round's series went back to steps written before (a run resumed from a checkpoint,
+   * or its log appended by a rerun), from the series that replaced most values; null if none did.
+   */
+  resumed(): { times: number; replaced: number; lastTo: number; lastFrom: number | null; inexact: boolean } | null {
+    let out: { times: number; replaced: number; lastTo: number; lastFrom: number | null } | null = null;
+    let inexact = false;
+    for (const s of this.series.values()) {
+      const r = s.rewinds;
+      if (r === null || r.lastTo === null) continue;
+      if (out === null || r.values > out.replaced)
+        out = { times: r.count, replaced: r.values, lastTo: r.lastTo, lastFrom: r.lastFrom ?? null };
+      inexact ||= r.inexact;
+    }
+    return out === null ? null : { ...out, inexact };
   }
 
   toJSON(): RoundJSON {
@@ -158,6 +217,8 @@ export class RoundState {
       droppedSeries: this.droppedSeries,
       duplicates: this.duplicates,
       owners: Object.fromEntries([...this.slots].flatMap(([k, v]) => (v.owner === undefined ? [] : [[k, v.owner]]))),
+      files: Object.fromEntries([...this.files].map(([k, v]) => [k, { ...v }])),
+      handovers: this.handovers,
       arrivals: this.arrivals.toJSON(),
       stepTimes: this.stepTimes.toJSON(),
       series,
@@ -187,6 +248,8 @@ export class RoundState {
     r.lastTime = j.lastTime;
     r.droppedSeries = j.droppedSeries;
     r.duplicates = j.duplicates ?? 0;
+    r.handovers = j.handovers ?? 0;
+    for (const [k, v] of Object.entries(j.files ?? {})) r.files.set(k, { ...v });
     r.arrivals = History.from(j.arrivals);
     if (j.stepTimes !== undefined) r.stepTimes = History.from(j.stepTimes);
     for (const [k, v] of Object.entries(j.series)) {

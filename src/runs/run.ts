@@ -130,7 +130,7 @@ export class RunState {
         this.last = round;
         if (this.crashes.size > 0) this.crashes.delete(ctx.file);
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
-        const fresh = round.apply(rec, step, now, ctx.file);
+        const fresh = round.apply(rec, step, now, ctx.file, ctx.format);
         if (!created && fresh.length === 0) return null;
         const d: Discovery = {};
         if (created) d.round = round;

@@ -22,6 +22,18 @@ export interface NonFinite {
   lastValue: string | null;
 }
 
+/** Values taken back because their steps were logged again (a run resumed from a checkpoint). */
+export interface Rewinds {
+  /** How many times the series went back, and how many values were replaced. */
+  count: number;
+  values: number;
+  /** The step the latest one went back to, and the latest step written before it did. */
+  lastTo: number | null;
+  lastFrom?: number | null;
+  /** Some values were older than the points kept and stay in the whole-round statistics. */
+  inexact: boolean;
+}
+
 export interface SeriesJSON {
   summary: RunningStatsJSON;
   window: WindowJSON;
@@ -31,6 +43,8 @@ export interface SeriesJSON {
   nonfinite: NonFinite;
   lastStep: number | null;
   lastValue: number | null;
+  /** Absent in states saved before resumed runs were recognised, and while the series never went back. */
+  rewinds?: Rewinds;
 }
 
 export class SeriesStats {
@@ -42,6 +56,9 @@ export class SeriesStats {
   nonfinite: NonFinite = { count: 0, firstStep: null, lastStep: null, lastValue: null };
   lastStep: number | null = null;
   lastValue: number | null = null;
+  /** The latest step written, a non-finite value's included. */
+  latest: number | null = null;
+  rewinds: Rewinds | null = null;
 
   constructor(opts: StatsOptions) {
     this.window = new RollingWindow(opts.window);
@@ -52,6 +69,8 @@ export class SeriesStats {
 
   /** NaN and infinities are counted (a detector reports them), never mixed into the statistics. */
   add(step: number, v: number): void {
+    if (this.latest !== null && step <= this.latest) this.rewind(step);
+    this.latest = step;
     if (!Number.isFinite(v)) {
       const nf = this.nonfinite;
       nf.count++;
@@ -69,6 +88,53 @@ export class SeriesStats {
     this.lastValue = v;
   }
 
+  /** The step of the first value kept, a non-finite value's included; null before any. */
+  get firstStep(): number | null {
+    const a = this.curve.firstStep;
+    const b = this.nonfinite.firstStep;
+    return a === null ? b : b === null ? a : Math.min(a, b);
+  }
+
+  /**
+   * A step written again: the run was resumed from a checkpoint (or its log appended by a rerun).
+   * The newest write wins, as the trainer's own dashboards show it: every value from `step` on is
+   * taken back before the new one goes in. The recent points (History) are exact; the window is
+   * rebuilt from them, the weighted mean unwound value by value, the whole-round curve cut and
+   * the summary recounted from it.
+   */
+  private rewind(step: number): void {
+    const from = this.latest;
+    const all = this.summary.n <= this.history.length;
+    const before = this.history.points();
+    const dropped = this.history.dropFrom(step);
+    const exact = this.curve.dropFrom(step, before) && (all || (this.history.firstStep ?? Infinity) < step);
+    const t = this.curve.total();
+    const kept = this.history.points();
+    Object.assign(this.summary, { n: t.n, mean: t.n ? t.mean : 0, m2: t.m2 });
+    if (t.min !== null && t.max !== null) Object.assign(this.summary, { min: t.min, max: t.max });
+    else if (t.n === 0) Object.assign(this.summary, { min: Infinity, max: -Infinity });
+    this.window = RollingWindow.from({ size: this.window.size, values: kept.values.slice(-this.window.size) });
+    let unwound = exact;
+    for (let i = dropped.values.length - 1; unwound && i >= 0; i--) unwound = this.ewma.unpush(dropped.values[i]!);
+    if (!unwound || this.ewma.n !== t.n) {
+      const e = new Ewma(this.ewma.alpha);
+      for (const x of kept.values) e.push(x);
+      e.n = t.n;
+      this.ewma = e;
+    }
+    const n = kept.steps.length;
+    this.lastStep = n > 0 ? kept.steps[n - 1]! : null;
+    this.lastValue = n > 0 ? kept.values[n - 1]! : null;
+    if (this.nonfinite.firstStep !== null && this.nonfinite.firstStep >= step)
+      this.nonfinite = { count: 0, firstStep: null, lastStep: null, lastValue: null };
+    const r = (this.rewinds ??= { count: 0, values: 0, lastTo: null, inexact: false });
+    r.count++;
+    r.values += dropped.values.length;
+    r.lastTo = step;
+    r.lastFrom = from;
+    r.inexact ||= !exact;
+  }
+
   toJSON(): SeriesJSON {
     return {
       summary: this.summary.toJSON(),
@@ -79,6 +145,7 @@ export class SeriesStats {
       nonfinite: { ...this.nonfinite },
       lastStep: this.lastStep,
       lastValue: this.lastValue,
+      ...(this.rewinds === null ? {} : { rewinds: { ...this.rewinds } }),
     };
   }
 
@@ -92,6 +159,9 @@ export class SeriesStats {
     s.nonfinite = { ...j.nonfinite };
     s.lastStep = j.lastStep;
     s.lastValue = j.lastValue;
+    s.latest = Math.max(j.lastStep ?? -Infinity, j.nonfinite.lastStep ?? -Infinity);
+    if (s.latest === -Infinity) s.latest = null;
+    s.rewinds = j.rewinds === undefined ? null : { ...j.rewinds };
     return s;
   }
 }

@@ -196,6 +196,20 @@ export class Ewma {
     this.variance = (1 - this.alpha) * (this.variance + d * inc);
   }
 
+  /**
+   * Takes back the latest push of `x` (the inverse of push). False where the inverse does not
+   * exist (the value was the first, or alpha is 1): rebuild from the values kept instead.
+   */
+  unpush(x: number): boolean {
+    if (this.n <= 1 || this.alpha === 1) return false;
+    const mean = (this.mean - this.alpha * x) / (1 - this.alpha);
+    const d = x - mean;
+    this.variance = Math.max(0, this.variance / (1 - this.alpha) - this.alpha * d * d);
+    this.mean = mean;
+    this.n--;
+    return true;
+  }
+
   get sd(): number {
     return Math.sqrt(this.variance);
   }
@@ -242,6 +256,29 @@ export class History {
     return this.count;
   }
 
+  /** The step of the oldest point kept; null when empty. */
+  get firstStep(): number | null {
+    return this.count === 0 ? null : this.steps[(this.head - this.count + this.size) % this.size]!;
+  }
+
+  /**
+   * Removes the newest points whose step is `step` or later (steps only grow along the history)
+   * and returns them, oldest first.
+   */
+  dropFrom(step: number): { steps: number[]; values: number[] } {
+    const steps: number[] = [];
+    const values: number[] = [];
+    while (this.count > 0) {
+      const at = (this.head - 1 + this.size) % this.size;
+      if (this.steps[at]! < step) break;
+      steps.push(this.steps[at]!);
+      values.push(this.vals[at]!);
+      this.head = at;
+      this.count--;
+    }
+    return { steps: steps.reverse(), values: values.reverse() };
+  }
+
   /** Points oldest first, as two arrays: all kept, or the last `last` of them. */
   points(last = Infinity): { steps: number[]; values: number[] } {
     const steps: number[] = [];
@@ -275,6 +312,9 @@ export interface CurveBucket {
   mean: number;
   /** Sum of squared deviations from the mean (Welford): the spread within the bucket. Absent in states saved before it was kept. */
   m2?: number;
+  /** The least and the greatest value in the bucket. Absent in states saved before they were kept. */
+  min?: number;
+  max?: number;
 }
 
 export interface CurveJSON {
@@ -299,14 +339,66 @@ export class Curve {
     let last = this.buckets[this.buckets.length - 1];
     if (last === undefined || last.n >= this.per) {
       if (this.buckets.length >= this.size) this.halve();
-      last = { firstStep: step, lastStep: step, n: 0, mean: 0, m2: 0 };
+      last = { firstStep: step, lastStep: step, n: 0, mean: 0, m2: 0, min: value, max: value };
       this.buckets.push(last);
     }
-    last.n++;
-    const d = value - last.mean;
-    last.mean += d / last.n;
-    last.m2 = (last.m2 ?? 0) + d * (value - last.mean);
-    last.lastStep = step;
+    addTo(last, step, value);
+  }
+
+  /**
+   * Takes back every value from `step` on (a run resumed from a checkpoint logs those steps
+   * again). Buckets that start there go whole; the bucket that straddles `step` is rebuilt from
+   * `points`, the newest points known (oldest first, the ones taken back included), when they
+   * cover it; else the known values are taken out of it one by one. False when some values could
+   * not be taken back: they are older than the points known, in a bucket that straddles `step`.
+   */
+  dropFrom(step: number, points: { steps: readonly number[]; values: readonly number[] }): boolean {
+    while (this.buckets.length > 0 && this.buckets[this.buckets.length - 1]!.firstStep >= step) this.buckets.pop();
+    const b = this.buckets[this.buckets.length - 1];
+    if (b === undefined || b.lastStep < step) return true;
+    const { steps, values } = points;
+    if (steps.length > 0 && steps[0]! <= b.firstStep) {
+      const fresh: CurveBucket = { firstStep: b.firstStep, lastStep: b.firstStep, n: 0, mean: 0, m2: 0, min: Infinity, max: -Infinity };
+      for (let i = 0; i < steps.length && steps[i]! < step; i++) if (steps[i]! >= b.firstStep) addTo(fresh, steps[i]!, values[i]!);
+      if (fresh.n === 0) this.buckets.pop();
+      else Object.assign(b, fresh);
+      return true;
+    }
+    // The bucket began before the points known: take out the values known; its least and
+    // greatest stay as they were.
+    let lastKept = b.firstStep;
+    for (let i = 0; i < steps.length; i++) {
+      const s = steps[i]!;
+      if (s < step) lastKept = s;
+      else if (s <= b.lastStep && b.n > 1) {
+        const x = values[i]!;
+        const mean = (b.mean * b.n - x) / (b.n - 1);
+        b.m2 = Math.max(0, (b.m2 ?? 0) - (x - mean) * (x - b.mean));
+        b.mean = mean;
+        b.n--;
+      }
+    }
+    b.lastStep = lastKept;
+    return steps.length > 0 && steps[0]! <= step;
+  }
+
+  /** Count, mean, spread, least and greatest of every value in the curve, as one RunningStats. */
+  total(): { n: number; mean: number; m2: number; min: number | null; max: number | null } {
+    let n = 0;
+    let mean = 0;
+    let m2 = 0;
+    let min: number | null = Infinity;
+    let max: number | null = -Infinity;
+    for (const b of this.buckets) {
+      const total = n + b.n;
+      const d = b.mean - mean;
+      mean += (d * b.n) / total;
+      m2 += (b.m2 ?? 0) + (d * d * n * b.n) / total;
+      n = total;
+      min = b.min === undefined || min === null ? null : Math.min(min, b.min);
+      max = b.max === undefined || max === null ? null : Math.max(max, b.max);
+    }
+    return { n, mean, m2, min: n === 0 ? null : min, max: n === 0 ? null : max };
   }
 
   private halve(): void {
@@ -321,7 +413,10 @@ export class Curve {
       const n = a.n + b.n;
       const d = b.mean - a.mean;
       const m2 = (a.m2 ?? 0) + (b.m2 ?? 0) + (d * d * a.n * b.n) / n;
-      merged.push({ firstStep: a.firstStep, lastStep: b.lastStep, n, mean: a.mean + (d * b.n) / n, m2 });
+      const pair: CurveBucket = { firstStep: a.firstStep, lastStep: b.lastStep, n, mean: a.mean + (d * b.n) / n, m2 };
+      if (a.min !== undefined && b.min !== undefined) pair.min = Math.min(a.min, b.min);
+      if (a.max !== undefined && b.max !== undefined) pair.max = Math.max(a.max, b.max);
+      merged.push(pair);
     }
     this.buckets = merged;
     this.per *= 2;
@@ -367,6 +462,11 @@ export class Curve {
     return null;
   }
 
+  /** The step of the first value; null when empty. */
+  get firstStep(): number | null {
+    return this.buckets[0]?.firstStep ?? null;
+  }
+
   /** Bucket means, oldest first. */
   means(): number[] {
     return this.buckets.map((b) => b.mean);
@@ -386,6 +486,17 @@ export class Curve {
     c.buckets = j.buckets.map((b) => ({ ...b }));
     return c;
   }
+}
+
+/** One more value into a curve bucket (Welford). */
+function addTo(b: CurveBucket, step: number, value: number): void {
+  b.n++;
+  const d = value - b.mean;
+  b.mean += d / b.n;
+  b.m2 = (b.m2 ?? 0) + d * (value - b.mean);
+  if (b.min !== undefined && value < b.min) b.min = value;
+  if (b.max !== undefined && value > b.max) b.max = value;
+  b.lastStep = step;
 }
 
 /** Averages consecutive values down to at most `width` points. */

@@ -54,6 +54,7 @@ export interface RoundDoc {
   last_step: number | null;
   series: Record<string, SeriesDoc>;
   signal_share?: { share: Record<string, number> };
+  resumed?: { times: number; replaced: number; last_to: number; last_from: number | null; exact: boolean };
 }
 
 export interface FindingDoc {
