@@ -299,7 +299,7 @@ describe('barwatch analyze: what was not read', () => {
     const run = doc.runs[0]! as unknown as { problems: { path: string; reason: string }[] };
     assert.deepEqual(
       run.problems.map((p) => p.reason),
-      ['every line (2) was malformed'],
+      ['every line (2) was malformed (not valid JSON)'],
     );
     assert.equal((doc as unknown as { problems: unknown[] }).problems.length, 1, 'the broken link is not a file of the run');
     assert.equal(barwatch(['analyze', root, '--strict']).status, 3);

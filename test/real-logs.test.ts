@@ -160,7 +160,19 @@ describe('real logs', { skip: REAL_LOGS_SKIP }, () => {
     );
     assert.equal(f[0]!.severity, 'critical');
     assert.ok((f[0]!.evidence['frac_reward_zero_std'] as number) >= 0.9);
-    assert.ok(f[0]!.step >= 20 && f[0]!.step <= 30, `step ${f[0]!.step}`);
+    // Entries 20-30 of 40, logged every 5 steps: the trainer's steps 100-150.
+    assert.ok(f[0]!.step >= 100 && f[0]!.step <= 150, `step ${f[0]!.step}`);
+  });
+
+  test("TRL console entries carry the trainer's step: the training bar's count when tqdm cleared it for each entry (stdout reaches the file in bursts)", () => {
+    for (const [name, status] of [
+      ['trl-console-grpo-collapse.log', 1],
+      ['trl-console-grpo-healthy.log', 0],
+    ] as const) {
+      const round = (one(name, status).rounds as { steps: number; first_step: number; last_step: number; steps_are?: string }[])[0]!;
+      // 40 entries, logging_steps 5 of 200 (before: steps 1-40, the entries' numbers).
+      assert.deepEqual([round.steps, round.first_step, round.last_step, round.steps_are], [40, 5, 200, undefined], name);
+    }
   });
 
   test('the BAR-RAG debug sample (K=4) gives low-rollouts with the standard error at its c=0.6', () => {

@@ -33,7 +33,7 @@ const HARMLESS = /^(?:StopIteration|GeneratorExit|SystemExit: 0)$/;
 /** A traceback whose exception line did not come within this many lines is reported as it is. */
 const TRACEBACK_LINES = 400;
 
-const STATED_PLAN = /\bTotal training steps\s*[:=]\s*(\d+)/i;
+const STATED_PLAN = /\bTotal (?:training|optimization) steps\s*[:=]\s*(\d[\d,]*)/i;
 const BAR = /^(?:([^|]*?):\s*)?\d{1,3}%\|[^|]*\|\s*(\d+)\/(\d+)\s*\[/;
 
 /** Reads fatal errors out of a console log, line by line; keeps whether it is inside a traceback. */
@@ -73,7 +73,7 @@ export class FatalReader {
 /** A plan the line states, or a progress bar's count, or null. */
 export function parsePlan(text: string): PlanRecord | null {
   const stated = STATED_PLAN.exec(text);
-  if (stated !== null) return { kind: 'plan', total: Number(stated[1]), source: 'stated' };
+  if (stated !== null) return { kind: 'plan', total: Number(stated[1]!.replaceAll(',', '')), source: 'stated' };
   if (!text.includes('%|')) return null;
   const bar = BAR.exec(text.trim());
   if (bar === null) return null;

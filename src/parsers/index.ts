@@ -6,6 +6,8 @@ import path from 'node:path';
 import { barragGeneratorDebugInput } from './barrag-generator-debug.js';
 import { barragSelectorDebugInput } from './barrag-selector-debug.js';
 import { jsonlInput } from './reward-history.js';
+import { logHistoryInput } from './log-history.js';
+import { metricsCsvInput } from './metrics-csv.js';
 import { runConfigInput } from './run-config.js';
 import { textInput } from './train-log.js';
 import { tensorboardInput } from './tfevents.js';
@@ -15,6 +17,8 @@ import type { InputFormat, Parser, ParserOptions } from './types.js';
 export const INPUTS = [
   tensorboardInput,
   trainerStateInput,
+  logHistoryInput,
+  metricsCsvInput,
   barragSelectorDebugInput,
   barragGeneratorDebugInput,
   runConfigInput,

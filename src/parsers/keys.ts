@@ -109,6 +109,15 @@ function computeCanonical(raw: string): string {
 }
 
 /** Accepts numbers, and strings that are numbers (TRL prints `.4g` strings), NaN and infinities. */
+/**
+ * Hugging Face / TRL prefix training metrics with `train/` in TensorBoard and W&B (`train/reward`,
+ * `train/rewards/<fn>/mean`): without it they are the names the other formats use. `eval/`
+ * stays: evaluation is not training.
+ */
+export function trainTag(tag: string): string {
+  return tag.startsWith('train/') ? tag.slice(6) : tag;
+}
+
 export function toNumber(v: unknown): number | undefined {
   if (typeof v === 'number') return v;
   if (typeof v === 'string') {
@@ -134,13 +143,19 @@ export function flattenValues(
   skip: ReadonlySet<string>,
   out: Record<string, number> = {},
   prefix = '',
+  /** Collects the series names of `null` leaves. */
+  nulls?: string[],
 ): Record<string, number> {
   for (const key in obj) {
     if (prefix === '' && skip.has(key)) continue;
     const v = obj[key];
     const path = prefix === '' ? key : `${prefix}/${key}`;
     if (v !== null && typeof v === 'object') {
-      if (!Array.isArray(v)) flattenValues(v as Record<string, unknown>, keyMap, skip, out, path);
+      if (!Array.isArray(v)) flattenValues(v as Record<string, unknown>, keyMap, skip, out, path, nulls);
+      continue;
+    }
+    if (v === null) {
+      nulls?.push(canonicalKey(path, keyMap));
       continue;
     }
     const n = toNumber(v);
@@ -231,7 +246,11 @@ export class Flattener {
 
   /** The metric record of `obj` at `step`: read through the shape when it matches, else flattened (and learned). */
   record(step: number, obj: Record<string, unknown>): MetricRecord {
-    return this.matches(obj) ? new ShapedRecord(step, obj, this.names) : { kind: 'metrics', step, values: this.learn(obj) };
+    if (this.matches(obj)) return new ShapedRecord(step, obj, this.names);
+    const nulls: string[] = [];
+    const rec: MetricRecord = { kind: 'metrics', step, values: this.learn(obj, nulls) };
+    if (nulls.length > 0) rec.nulls = nulls;
+    return rec;
   }
 
   /** Whether `obj` has the learned shape's keys in its order, with numbers where it reads series. */
@@ -251,7 +270,7 @@ export class Flattener {
    * pass; any other (nested, strings, nulls) goes to flattenValues and leaves the shape as it was.
    * The shape is a new array each time (a ShapedRecord keeps the one it was read with).
    */
-  private learn(obj: Record<string, unknown>): Record<string, number> {
+  private learn(obj: Record<string, unknown>, nulls: string[]): Record<string, number> {
     const keys: string[] = [];
     const names: (string | null)[] = [];
     const out: Record<string, number> = {};
@@ -262,7 +281,7 @@ export class Flattener {
         continue;
       }
       const v = obj[key];
-      if (typeof v !== 'number') return flattenValues(obj, this.keyMap, this.skip);
+      if (typeof v !== 'number') return flattenValues(obj, this.keyMap, this.skip, {}, '', nulls);
       const name = canonicalKey(key, this.keyMap);
       names.push(name);
       out[name] = v;

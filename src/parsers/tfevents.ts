@@ -6,7 +6,7 @@
  * `tensor_content` 4, with plugin `scalars` in `metadata` 9). Images, histograms, text, audio and
  * other plugins are skipped and counted. Tags go through the same key map as every format.
  */
-import { canonicalKey } from './keys.js';
+import { canonicalKey, trainTag } from './keys.js';
 import type { FormatId, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
 import { defineInput } from './types.js';
 
@@ -207,15 +207,6 @@ export function decodeEvent(bytes: Uint8Array): DecodedEvent {
     } else r.skip(wire);
   }
   return out;
-}
-
-/**
- * Hugging Face / TRL prefix training scalars with `train/` in TensorBoard (`train/reward`,
- * `train/rewards/<fn>/mean`): without it they are the names the other formats use. `eval/`
- * stays: evaluation is not training.
- */
-function trainTag(tag: string): string {
-  return tag.startsWith('train/') ? tag.slice(6) : tag;
 }
 
 /**

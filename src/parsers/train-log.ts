@@ -10,7 +10,7 @@ import { canonicalKey, toNumber } from './keys.js';
 import { looksLikeOpenRlhf, parseOpenRlhf } from './openrlhf.js';
 import { cleanLine } from './text.js';
 import { looksLikeTrlDict, parseTrlDict } from './trl-console.js';
-import type { FormatId, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions } from './types.js';
+import type { FormatId, LineParser, LineResult, Malformed, MetricRecord, ParsedRecord, ParserOptions, PlanRecord } from './types.js';
 import { defineInput } from './types.js';
 import { NOTHING } from './types.js';
 import { looksLikeVerlConsole, VerlConsoleReader } from './verl-console.js';
@@ -75,11 +75,37 @@ export function parseFilterLine(text: string): ParsedRecord | Malformed {
 
 type Kind = 'verl-console' | 'openrlhf' | 'trl-console' | 'train-log';
 
+interface Bar {
+  n: number;
+  done: number;
+  back: boolean;
+}
+
+/** Progress bars told apart per log (the training bar among eval and loading bars). */
+const MAX_BARS = 8;
+/** Clears kept waiting for their entries (a buffered stdout holds a few; a log whose entries never come, no more than this). */
+const MAX_CLEARS = 4096;
+/** A run of spaces between carriage returns: tqdm clearing its bar to print a message. */
+const CLEAR = /^ {8,}$/;
+
 export class TextLogParser implements LineParser {
   readonly kind = 'lines';
   private readonly seen: Record<Kind, number> = { 'verl-console': 0, openrlhf: 0, 'trl-console': 0, 'train-log': 0 };
-  /** TRL entries have no step: they are numbered as they come. */
+  /** The step of the last TRL entry: the training bar's count, else the entry's number. */
   private trlEntries = 0;
+  /** Progress bars by total: how often drawn, how far, and whether the count went back (a resumed run). */
+  private bars: Record<string, Bar> = {};
+  /** The total the trainer stated (`Total optimization steps = 200`): its bar is the training bar. */
+  private stated: number | null = null;
+  /** The total of the bar drawn last. */
+  private lastBar: number | null = null;
+  /**
+   * The training bar's count each time tqdm cleared it to print a message (tqdm.write: a run of
+   * spaces between carriage returns), not yet matched to the TRL entry printed then. The entries
+   * go to stdout, which a redirected Python buffers, so they reach the file later, in bursts; the
+   * clears go to stderr at once. The n-th clear is the n-th entry's step.
+   */
+  private clears: number[] = [];
   private readonly verl: VerlConsoleReader;
   private readonly fatal = new FatalReader();
 
@@ -94,14 +120,91 @@ export class TextLogParser implements LineParser {
   }
 
   snapshot(): unknown {
-    return { seen: this.seen, trlEntries: this.trlEntries, traceback: this.fatal.snapshot() };
+    return {
+      seen: this.seen,
+      trlEntries: this.trlEntries,
+      traceback: this.fatal.snapshot(),
+      bars: this.bars,
+      stated: this.stated,
+      lastBar: this.lastBar,
+      clears: this.clears,
+    };
   }
 
   restore(state: unknown): void {
-    const s = state as { seen?: Record<Kind, number>; trlEntries?: number; traceback?: number };
+    const s = state as {
+      seen?: Record<Kind, number>;
+      trlEntries?: number;
+      traceback?: number;
+      bars?: Record<string, Bar>;
+      stated?: number | null;
+      lastBar?: number | null;
+      clears?: number[];
+    };
     if (s.seen !== undefined) Object.assign(this.seen, s.seen);
     this.fatal.restore(s.traceback);
     if (typeof s.trlEntries === 'number') this.trlEntries = s.trlEntries;
+    if (s.bars !== undefined && typeof s.bars === 'object' && s.bars !== null) this.bars = { ...s.bars };
+    if (typeof s.stated === 'number') this.stated = s.stated;
+    if (typeof s.lastBar === 'number') this.lastBar = s.lastBar;
+    if (Array.isArray(s.clears)) this.clears = s.clears.filter((x) => typeof x === 'number').slice(-MAX_CLEARS);
+  }
+
+  /** A progress bar or a stated plan was drawn: the training bar's count is the step of the TRL entry after it. */
+  private noteBar(plan: PlanRecord): void {
+    if (plan.done === undefined) {
+      this.stated = plan.total;
+      return;
+    }
+    const key = String(plan.total);
+    this.lastBar = plan.total;
+    const bar = this.bars[key];
+    if (bar === undefined) {
+      if (Object.keys(this.bars).length >= MAX_BARS) return;
+      this.bars[key] = { n: 1, done: plan.done, back: false };
+    } else {
+      bar.n++;
+      if (plan.done < bar.done) bar.back = true;
+      bar.done = plan.done;
+    }
+  }
+
+  /** The total of the training bar: the stated one, else the bar drawn most often. */
+  private trainingTotal(): number | null {
+    if (this.stated !== null && this.bars[String(this.stated)] !== undefined) return this.stated;
+    let best: [string, Bar] | null = null;
+    for (const e of Object.entries(this.bars)) if (best === null || e[1].n > best[1].n) best = e;
+    return best === null ? null : Number(best[0]);
+  }
+
+  /** tqdm cleared a bar to print a message: if it was the training bar, the message is logged at its count. */
+  private noteClear(): void {
+    const total = this.trainingTotal();
+    if (total === null || this.lastBar !== total) return;
+    if (this.clears.length >= MAX_CLEARS) this.clears.shift();
+    this.clears.push(this.bars[String(total)]!.done);
+  }
+
+  /**
+   * The step of a TRL entry that names none: the training bar's count when tqdm cleared it for
+   * this entry (see clears), never behind the entry before unless the bar went back (a run resumed
+   * from its checkpoint writes its steps again); with no clear to match, the entry's number,
+   * marked as such.
+   */
+  private trlStep(): { step: number; counted: boolean } {
+    const at = this.clears.shift();
+    if (at === undefined || at <= 0) return { step: ++this.trlEntries, counted: true };
+    const bar = this.bars[String(this.trainingTotal())];
+    const back = bar?.back === true && at <= this.trlEntries;
+    if (back) bar.back = false;
+    const step = back ? at : Math.max(at, this.trlEntries + 1);
+    this.trlEntries = step;
+    return { step, counted: false };
+  }
+
+  /** An eval entry is printed with tqdm.write too: the clear for it is dropped when it is at the last entry's step. */
+  private evalClear(): void {
+    if (this.clears[0] !== undefined && this.clears[0] <= this.trlEntries) this.clears.shift();
   }
 
   line(raw: string): LineResult {
@@ -120,6 +223,10 @@ export class TextLogParser implements LineParser {
   }
 
   private piece(raw: string): LineResult {
+    if (raw.charCodeAt(0) === 32 && CLEAR.test(raw)) {
+      this.noteClear();
+      return NOTHING;
+    }
     const { text, time } = cleanLine(raw);
     if (text.length === 0 || text.startsWith('wandb:')) return NOTHING;
     const keyMap = this.opts.keyMap;
@@ -148,14 +255,23 @@ export class TextLogParser implements LineParser {
       const r = parseTrlDict(text, keyMap);
       if ('error' in r) return r;
       this.seen['trl-console']++;
-      if (r.kind === 'summary') return [{ kind: 'finished' }];
+      if (r.kind === 'summary') {
+        this.evalClear();
+        return [{ kind: 'finished' }];
+      }
       if (r.kind === 'eval') {
+        this.evalClear();
         if (Object.keys(r.values).length === 0) return NOTHING;
         return [stamp({ kind: 'metrics', step: Math.max(this.trlEntries, 0), values: r.values })];
       }
-      const step = r.record.step ?? ++this.trlEntries;
-      if (r.record.step !== null) this.trlEntries = r.record.step;
-      return [stamp({ kind: 'metrics', step, values: r.record.values })];
+      if (r.record.step !== null) {
+        this.trlEntries = r.record.step;
+        return [stamp({ kind: 'metrics', step: r.record.step, values: r.record.values })];
+      }
+      const { step, counted } = this.trlStep();
+      const rec: MetricRecord = { kind: 'metrics', step, values: r.record.values };
+      if (counted) rec.counted = true;
+      return [stamp(rec)];
     }
     if (text.startsWith('[filter]')) {
       const r = parseFilterLine(text);
@@ -174,7 +290,10 @@ export class TextLogParser implements LineParser {
     }
     const out: ParsedRecord[] = [];
     const plan = parsePlan(text);
-    if (plan !== null) out.push(plan);
+    if (plan !== null) {
+      out.push(plan);
+      this.noteBar(plan);
+    }
     if (FINISHED.test(text)) out.push({ kind: 'finished' });
     const k = parseRollouts(text);
     if (k !== null) out.push({ kind: 'rollouts', k });

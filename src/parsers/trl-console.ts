@@ -1,13 +1,14 @@
 /**
  * TRL / transformers console: the Trainer prints each log as a Python dict repr, often on the same
  * physical line as tqdm output separated by `\r`. Values are numbers or quoted `.4g` strings.
- * There is no step key: entries are numbered 1, 2, 3... in the order they appear.
+ * There is no step key: the step is the training progress bar's count drawn before the dict
+ * (TextLogParser), else entries are numbered 1, 2, 3... in the order they appear.
  */
 import { flattenValues, toNumber } from './keys.js';
 import { parsePythonLiteral } from './pydict.js';
 import type { MetricRecord } from './types.js';
 
-const SKIP: ReadonlySet<string> = new Set(['step', 'epoch']);
+const SKIP: ReadonlySet<string> = new Set(['step', 'global_step', 'epoch']);
 /** Keys of the final summary entry, which is not a training step. */
 const SUMMARY_KEYS = ['train_runtime', 'train_samples_per_second'];
 const METRIC_HINT = /^\{\s*['"](?:loss|reward|rewards\/|eval_|learning_rate|grad_norm|train_runtime|kl|completions\/)/;
@@ -42,7 +43,7 @@ export function parseTrlDict(text: string, keyMap: Record<string, string>): TrlE
   }
   const train: Record<string, unknown> = {};
   for (const k of keys) if (!k.startsWith('eval_')) train[k] = obj[k];
-  const stepRaw = toNumber(obj['step']);
+  const stepRaw = toNumber(obj['step'] ?? obj['global_step']);
   return {
     kind: 'train',
     record: { kind: 'metrics', step: stepRaw ?? null, values: flattenValues(train, keyMap, SKIP) },

@@ -11,6 +11,8 @@ export const FORMAT_IDS = [
   'reward-history',
   'verl-jsonl',
   'trainer-state',
+  'log-history',
+  'metrics-csv',
   'tensorboard',
   'barrag-selector-debug',
   'barrag-generator-debug',
@@ -29,6 +31,13 @@ export interface MetricRecord {
   values: Record<string, number>;
   /** Wall-clock time the trainer wrote, epoch milliseconds, when the line carries one. */
   time?: number;
+  /**
+   * Series whose value the record gives as JSON `null` (orjson, which verl's file logger uses from
+   * 0.8, writes NaN and Inf as null): read as missing, counted per file (FileSource.nulls).
+   */
+  nulls?: string[];
+  /** The log says no step: `step` is the entry's number in the file (a TRL console without a progress bar). */
+  counted?: true;
 }
 
 /** One question of the pre-training filter: its accuracy and whether it was kept. */
@@ -136,6 +145,8 @@ export interface DocumentParser {
   format(): FormatId;
   /** Records new since the last call; the parser remembers what it already emitted. */
   document(text: string): LineResult;
+  /** What of the document the last read left out (a W&B export of several runs), or null. */
+  unreadPart?(): string | null;
   snapshot?(): unknown;
   restore?(state: unknown): void;
 }

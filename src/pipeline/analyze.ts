@@ -8,7 +8,7 @@ import { SEVERITY_RANK, type Finding } from '../detectors/types.js';
 import type { RunState } from '../runs/run.js';
 import { discover } from '../sources/discover.js';
 import { Reach } from '../sources/reach.js';
-import type { FileSource } from '../sources/file-source.js';
+import { NULL_VALUES, type FileSource, type NullCount } from '../sources/file-source.js';
 
 /** Input that was not read, or not read whole, and why. */
 export interface NotRead {
@@ -35,6 +35,16 @@ export class InputError extends Error {
 /** Why a log with lines gave nothing. */
 const NO_STEP_LINES =
   'no step lines (no metrics barwatch reads): the trainer may log its metrics only to W&B or TensorBoard; point barwatch at those';
+
+/** Null values of a file, per series: how many and where, the series with most first. */
+function nullsReason(nulls: ReadonlyMap<string, NullCount>): string {
+  const listed = [...nulls].sort((a, b) => b[1].count - a[1].count || (a[0] < b[0] ? -1 : 1));
+  const steps = (n: NullCount): string =>
+    n.first === null ? '' : n.first === n.last ? ` at step ${n.first}` : ` at steps ${n.first}-${n.last}`;
+  const shown = listed.slice(0, 8).map(([name, n]) => `${name} ${n.count}${steps(n)}`);
+  const more = listed.length > 8 ? ` and ${listed.length - 8} more series` : '';
+  return `${NULL_VALUES}: ${shown.join(', ')}${more}`;
+}
 
 export async function analyzePaths(
   paths: string[],
@@ -64,7 +74,7 @@ export async function analyzePaths(
   }
   if (found.files.length === 0) {
     throw new InputError(
-      `no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, *.txt, *.out, *.err, trainer_state.json, events.out.tfevents.*, BAR-RAG's *_debug_*.log, configs/*.yaml)`,
+      `no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, *.txt, *.out, *.err, trainer_state.json, *log*.json lists of log dicts, wandb_export_*.csv, events.out.tfevents.*, BAR-RAG's *_debug_*.log, configs/*.yaml)`,
     );
   }
   const engine = new DetectorEngine(config.detectors);
@@ -106,12 +116,16 @@ export async function analyzePaths(
     const c = src.counters;
     if (src.refused !== null) notRead.push({ path: src.file, run: src.place.run, reason: src.refused });
     else if (c.lines > 0 && c.records === 0 && c.malformed === c.lines) {
-      notRead.push({ path: src.file, run: src.place.run, reason: `every line (${c.lines}) was malformed` });
+      const why = src.lastMalformed === null ? '' : ` (${src.lastMalformed})`;
+      const reason = src.input.read === 'document' ? `not read${why}` : `every line (${c.lines}) was malformed${why}`;
+      notRead.push({ path: src.file, run: src.place.run, reason });
     } else if (c.records === 0 && c.malformed === 0 && src.input.wholeRun === true) {
       notRead.push({ path: src.file, run: src.place.run, reason: c.lines === 0 ? 'empty' : NO_STEP_LINES });
     } else if (c.longLines > 0) {
       notRead.push({ path: src.file, run: src.place.run, reason: `${c.longLines} line(s) over parse.max_line_bytes skipped` });
     }
+    if (src.partial !== null) notRead.push({ path: src.file, run: src.place.run, reason: src.partial });
+    if (src.nulls.size > 0) notRead.push({ path: src.file, run: src.place.run, reason: nullsReason(src.nulls) });
   }
   for (const file of found.unknown) notRead.push({ path: file, run: null, reason: 'not a format barwatch reads' });
   const records = [...pipeline.sources.values()].reduce((n, s) => n + s.counters.records, 0);

@@ -9,6 +9,7 @@ import { RunRegistry } from '../runs/registry.js';
 import type { StatsOptions } from '../runs/series.js';
 import { STATE_VERSION, type StateEnvelope } from '../state/file.js';
 import {
+  NULL_VALUES,
   openSource,
   type Batch,
   type FileCheckpoint,
@@ -209,6 +210,14 @@ export class Pipeline {
     const engine = this.opts.engine;
     for (const rec of records) {
       if (rec.kind === 'metrics' && rec.step !== null) src.lastStep = rec.step;
+      if (rec.kind === 'metrics' && rec.nulls !== undefined) {
+        const fresh = src.countNulls(rec.nulls, rec.step);
+        if (fresh.length > 0)
+          log.warn(
+            { file: src.file, series: fresh.slice(0, SERIES_LOGGED), step: rec.step },
+            `${NULL_VALUES}: ${fresh.slice(0, SERIES_LOGGED).join(', ')}; further nulls of these series in this file are only counted`,
+          );
+      }
       // Detectors judge whole steps: before the first record of another step (or round), the
       // records of the step before are all in, whichever of the round's files came first.
       if (engine !== undefined && rec.kind === 'metrics') {

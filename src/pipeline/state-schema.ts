@@ -48,6 +48,7 @@ export const fileCheckpoint = z.looseObject({
   parser: z.unknown(),
   counters: z.looseObject({ lines: count, records: count, malformed: count, longLines: count, truncations: count, rotations: count }),
   held: z.array(z.looseObject({ format: z.enum(FORMAT_IDS), records: z.array(heldRecord), heldAt: num.optional() })).optional(),
+  nulls: z.record(z.string(), z.looseObject({ count, first: numOrNull, last: numOrNull })).optional(),
 });
 
 const history = z.looseObject({ size: count.min(1), steps: z.array(num), values: z.array(num) });
@@ -90,6 +91,7 @@ const round = z.looseObject({
   owners: z.record(z.string(), z.string()),
   files: z.record(z.string(), z.looseObject({ format: z.enum(FORMAT_IDS), first: num })).optional(),
   handovers: count.optional(),
+  counted: count.optional(),
   arrivals: history,
   stepTimes: history.optional(),
   series: z.record(z.string(), series),

@@ -54,6 +54,8 @@ function roundJson(r: RoundState, run: RunState): Record<string, unknown> {
     };
   }
   if (r.droppedSeries > 0) out['dropped_series'] = r.droppedSeries;
+  // The log gave no step: the numbers are the entries' (a TRL console without progress bars).
+  if (r.counted > 0) out['steps_are'] = 'entries';
   const resumed = r.resumed();
   if (resumed !== null)
     out['resumed'] = {

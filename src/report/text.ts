@@ -88,14 +88,15 @@ function distinctSeries(r: RoundState): string[] {
   });
 }
 
-/** A resumed round in words: which steps were written again and that the newest values count. */
+/** What the steps of a round are, where they are not the trainer's, and a resumed round in words. */
 function resumedNote(r: RoundState): string {
+  const entries = r.counted > 0 ? '  (steps are entry numbers: the log gives no step)' : '';
   const x = r.resumed();
-  if (x === null) return '';
+  if (x === null) return entries;
   const times = x.times > 1 ? `${x.times} times, last ` : '';
   const inexact = x.inexact ? '; some replaced values were older than the points kept and stay in the whole-round statistics' : '';
   const again = x.lastFrom === null || x.lastFrom === x.lastTo ? `step ${x.lastTo}` : `steps ${x.lastTo}-${x.lastFrom}`;
-  return `  resumed ${times}at step ${x.lastTo} (${again} written again: the later values count${inexact})`;
+  return `${entries}  resumed ${times}at step ${x.lastTo} (${again} written again: the later values count${inexact})`;
 }
 
 function renderRounds(run: RunState, detail: Detail): string[] {

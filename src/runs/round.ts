@@ -21,6 +21,8 @@ export interface RoundJSON {
   files?: Record<string, FileStart>;
   /** Series a continuing file took over (see RoundState.continues). */
   handovers?: number;
+  /** Records numbered by entry (absent in states saved before they were counted). */
+  counted?: number;
   arrivals: HistoryJSON;
   stepTimes?: HistoryJSON;
   series: Record<string, SeriesJSON>;
@@ -60,6 +62,8 @@ export class RoundState {
    * counted here and dropped, so nothing is counted twice.
    */
   duplicates = 0;
+  /** Records whose step is the entry's number in its file: the log says none (MetricRecord.counted). */
+  counted = 0;
   /** Series that a file continuing their owner took over (a run resumed into a new log). */
   handovers = 0;
   /** Per file: its format and the first step it wrote in this round (a few files per round). */
@@ -96,6 +100,7 @@ export class RoundState {
   apply(rec: MetricRecord, step: number, now: number, source: string, format: FormatId): string[] {
     let fresh: string[] = NO_NAMES;
     this.records++;
+    if (rec.counted === true) this.counted++;
     if (this.lastFile?.source !== source) {
       let start = this.files.get(source);
       if (start === undefined) this.files.set(source, (start = { format, first: step }));
@@ -219,6 +224,7 @@ export class RoundState {
       owners: Object.fromEntries([...this.slots].flatMap(([k, v]) => (v.owner === undefined ? [] : [[k, v.owner]]))),
       files: Object.fromEntries([...this.files].map(([k, v]) => [k, { ...v }])),
       handovers: this.handovers,
+      counted: this.counted,
       arrivals: this.arrivals.toJSON(),
       stepTimes: this.stepTimes.toJSON(),
       series,
@@ -249,6 +255,7 @@ export class RoundState {
     r.droppedSeries = j.droppedSeries;
     r.duplicates = j.duplicates ?? 0;
     r.handovers = j.handovers ?? 0;
+    r.counted = j.counted ?? 0;
     for (const [k, v] of Object.entries(j.files ?? {})) r.files.set(k, { ...v });
     r.arrivals = History.from(j.arrivals);
     if (j.stepTimes !== undefined) r.stepTimes = History.from(j.stepTimes);

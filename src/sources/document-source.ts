@@ -62,6 +62,9 @@ export class DocumentSource extends FileSource<DocumentParser> {
       return 'idle';
     }
     this.give(r, sink);
+    const unread = this.parser.unreadPart?.() ?? null;
+    if (unread !== null && unread !== this.partial) this.problem({ file: this.file, kind: 'partial', message: unread });
+    this.partial = unread;
     return 'idle';
   }
 

@@ -9,7 +9,8 @@ import type { FilePlace } from './place.js';
 import { RecordSource } from './record-source.js';
 import type { FileCheckpoint, FileSource, SourceContext } from './source.js';
 
-export type { Batch, FileCheckpoint, FileCounters, FileProblem, FileSource, Sink, SourceContext } from './source.js';
+export type { Batch, FileCheckpoint, FileCounters, FileProblem, FileSource, NullCount, Sink, SourceContext } from './source.js';
+export { NULL_VALUES } from './source.js';
 
 const BY_MODE = { lines: LineSource, document: DocumentSource, records: RecordSource } as const;
 

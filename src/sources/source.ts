@@ -40,12 +40,24 @@ export interface FileCheckpoint {
   counters: FileCounters;
   /** Records read but held back for the round's other files (see FileSource.held), numbers that are not finite as `{ $number }`. */
   held?: Batch[];
+  /** Null values read, per series. Absent in states saved before they were counted, and while there were none. */
+  nulls?: Record<string, NullCount>;
+}
+
+/** What a null value is, in words for the log and the report. */
+export const NULL_VALUES = 'null values, read as missing (orjson, which verl logs with from 0.8, writes NaN and Inf as null)';
+
+/** How often a series' value was `null` in a file, and at which steps first and last. */
+export interface NullCount {
+  count: number;
+  first: number | null;
+  last: number | null;
 }
 
 /** Something about a file that the operator should hear of, once. */
 export interface FileProblem {
   file: string;
-  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large' | 'corrupt' | 'binary';
+  kind: 'malformed' | 'long-line' | 'truncated' | 'rotated' | 'too-large' | 'corrupt' | 'binary' | 'partial';
   message: string;
   offset?: number;
 }
@@ -88,6 +100,12 @@ export abstract class FileSource<P extends Parser = Parser> {
   lastStep: number | null = null;
   /** Why nothing of this file is read (a binary file named like a log), or null. */
   refused: string | null = null;
+  /** What the last read of the file left out (a W&B export of several runs: all but the first), or null. */
+  partial: string | null = null;
+  /** Why the last malformed line or document was skipped, or null. */
+  lastMalformed: string | null = null;
+  /** Per series: its values written as `null` (MetricRecord.nulls). */
+  readonly nulls = new Map<string, NullCount>();
   protected readonly problem: (p: FileProblem) => void;
 
   constructor(
@@ -104,6 +122,7 @@ export abstract class FileSource<P extends Parser = Parser> {
       Object.assign(this.counters, saved.counters);
       if (saved.parser !== undefined && saved.parser !== null) this.parser.restore?.(saved.parser);
       if (saved.held !== undefined) this.held = saved.held.map((b) => ({ ...b, records: b.records.map((r) => revive(r)) }));
+      for (const [name, n] of Object.entries(saved.nulls ?? {})) this.nulls.set(name, { ...n });
     }
   }
 
@@ -152,7 +171,24 @@ export abstract class FileSource<P extends Parser = Parser> {
       parser: this.parser.snapshot?.() ?? null,
       counters: { ...this.counters },
       ...(this.held.length > 0 ? { held: this.held.map((b) => ({ ...b, records: b.records.map((r) => keepable(r)) })) } : {}),
+      ...(this.nulls.size > 0 ? { nulls: Object.fromEntries([...this.nulls].map(([k, v]) => [k, { ...v }])) } : {}),
     };
+  }
+
+  /** Counts the record's null values; returns the series whose first null this is. */
+  countNulls(names: readonly string[], step: number | null): string[] {
+    const fresh: string[] = [];
+    for (const name of names) {
+      const n = this.nulls.get(name);
+      if (n === undefined) {
+        this.nulls.set(name, { count: 1, first: step, last: step });
+        fresh.push(name);
+      } else {
+        n.count++;
+        n.last = step;
+      }
+    }
+    return fresh;
   }
 
   async close(): Promise<void> {}
@@ -164,6 +200,7 @@ export abstract class FileSource<P extends Parser = Parser> {
 
   protected malformed(error: string, offset: number): void {
     this.counters.malformed++;
+    this.lastMalformed = error;
     this.problem({ file: this.file, kind: 'malformed', message: `skipped a malformed line (${error})`, offset });
   }
 
