@@ -711,7 +711,10 @@ describe('faults: huge reads', () => {
     appendFileSync(file, '\n' + goods(3, 5));
     // /healthz answers while the read is under way: files followed, the read still queued.
     let during = 0;
+    // A bound instead of a hang: a read that never ends fails with what the daemon said.
+    const until = Date.now() + 180_000;
     while (!d.logs.some((l) => l.msg.startsWith('status:') && (l['longLines'] as number) >= 1)) {
+      if (Date.now() > until) assert.fail(`the hole was not read in 180 s: ${JSON.stringify(d.logs.slice(-5).map((l) => l.msg))}`);
       const h = (await (await fetch(new URL('/healthz', base))).json()) as { files: number; ingest_lag_seconds: number };
       if (h.files >= 1 && h.ingest_lag_seconds > 0) during++;
       await sleep(20);
@@ -727,7 +730,10 @@ describe('faults: huge reads', () => {
     const again = new DaemonProcess([runs, '--config', cfg], { listen: '127.0.0.1:0' });
     const url = await again.pageUrl();
     let catchingUp = 0;
+    const caughtUpBy = Date.now() + 180_000;
     while (!again.logs.some((l) => l.msg === 'watching')) {
+      if (Date.now() > caughtUpBy)
+        assert.fail(`the catch-up did not end in 180 s: ${JSON.stringify(again.logs.slice(-5).map((l) => l.msg))}`);
       const h = (await (await fetch(new URL('/healthz', url))).json()) as { catching_up: boolean };
       if (h.catching_up) catchingUp++;
       await sleep(20);
