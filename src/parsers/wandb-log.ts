@@ -1,0 +1,304 @@
+/**
+ * W&B run files (`run-<id>.wandb`), the transaction log wandb-core writes locally for every run,
+ * online or offline. A 7-byte header (`:W&B`, 0xBEE1 little-endian, version 0), then LevelDB-log
+ * framing in 32 KiB blocks counted from offset 0: each chunk is a CRC32 (zlib's, of the type byte
+ * and the data, little-endian), a 2-byte length and a type (FULL, or FIRST, MIDDLE... LAST for a
+ * record that spans chunks and blocks); a block's last bytes, fewer than a chunk header, are
+ * padding. Each record is a protobuf `Record` (wandb_internal.proto); of those barwatch reads
+ * `history` rows, `run` (project, names, start time, config), `metric` (define_metric: the step
+ * a key is logged against) and `exit`.
+ *
+ * The file only grows, in whole blocks while the run goes on: a record cut at the end is "not
+ * yet", and reading resumes at the start of the record it belongs to.
+ */
+import { crc32 } from 'node:zlib';
+
+export const WANDB_MAGIC = Buffer.from(':W&B', 'latin1');
+export const WANDB_HEADER_BYTES = 7;
+export const WANDB_BLOCK = 32 * 1024;
+const CHUNK_HEADER = 7;
+const FULL = 1;
+const FIRST = 2;
+const MIDDLE = 3;
+const LAST = 4;
+
+export interface WandbChunks {
+  /** The data of every complete record, in order. */
+  records: Uint8Array[];
+  /** Bytes of `buf` up to the end of the last complete record (reading resumes there). */
+  consumed: number;
+  /** Records dropped for a chunk whose CRC did not match, or a chunk sequence that broke off. */
+  bad: number;
+}
+
+/**
+ * The complete records in `buf`, which starts at byte `at` of the file (at 0 with the header, or at
+ * the end of a record read before). Block boundaries are counted from the file's start.
+ */
+export function wandbRecords(buf: Uint8Array, at: number): WandbChunks {
+  const records: Uint8Array[] = [];
+  let bad = 0;
+  let pos = 0;
+  if (at === 0) {
+    if (buf.length < WANDB_HEADER_BYTES) return { records, consumed: 0, bad };
+    pos = WANDB_HEADER_BYTES;
+  }
+  let consumed = pos;
+  let parts: Uint8Array[] | null = null;
+  let broken = false;
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  while (pos < buf.length) {
+    const inBlock = WANDB_BLOCK - ((at + pos) % WANDB_BLOCK);
+    if (inBlock < CHUNK_HEADER) {
+      // Padding to the block's end: a record boundary if no record is open.
+      if (pos + inBlock > buf.length) break;
+      pos += inBlock;
+      if (parts === null) consumed = pos;
+      continue;
+    }
+    if (pos + CHUNK_HEADER > buf.length) break;
+    const crc = view.getUint32(pos, true);
+    const len = view.getUint16(pos + 4, true);
+    const type = buf[pos + 6]!;
+    if (type === 0 && len === 0) {
+      // Zeros where the writer had not written yet (a preallocated block): the rest of the block.
+      if (pos + inBlock > buf.length) break;
+      pos += inBlock;
+      if (parts === null) consumed = pos;
+      continue;
+    }
+    if (CHUNK_HEADER + len > inBlock) {
+      // A chunk never crosses a block: this is not a chunk header. Skip the block, drop what was open.
+      bad++;
+      parts = null;
+      if (pos + inBlock > buf.length) break;
+      pos += inBlock;
+      consumed = pos;
+      continue;
+    }
+    const end = pos + CHUNK_HEADER + len;
+    if (end > buf.length) break;
+    const data = buf.subarray(pos + CHUNK_HEADER, end);
+    const ok = crc32(data, crc32(buf.subarray(pos + 6, pos + 7))) >>> 0 === crc;
+    pos = end;
+    if (!ok) {
+      bad++;
+      parts = null;
+      broken = type === FIRST || type === MIDDLE;
+      if (!broken) consumed = pos;
+      continue;
+    }
+    if (type === FULL) {
+      if (parts !== null) bad++;
+      parts = null;
+      broken = false;
+      records.push(data);
+      consumed = pos;
+    } else if (type === FIRST) {
+      if (parts !== null) bad++;
+      parts = [data];
+      broken = false;
+    } else if (type === MIDDLE) {
+      if (parts !== null) parts.push(data);
+      else if (!broken) bad++;
+    } else if (type === LAST) {
+      if (parts !== null) {
+        parts.push(data);
+        records.push(Buffer.concat(parts));
+      } else if (!broken) bad++;
+      parts = null;
+      broken = false;
+      consumed = pos;
+    } else {
+      bad++;
+      parts = null;
+      consumed = pos;
+    }
+  }
+  return { records, consumed, bad };
+}
+
+/** A protobuf message's fields: numbers for varints and fixed ones, bytes for length-delimited ones. */
+type Field = { no: number; wire: 0 | 1 | 5; num: number } | { no: number; wire: 2; bytes: Uint8Array };
+
+function* fields(b: Uint8Array): Generator<Field> {
+  let i = 0;
+  const varint = (): number => {
+    let v = 0;
+    let mul = 1;
+    for (;;) {
+      if (i >= b.length) throw new RangeError('protobuf: varint past the end');
+      const byte = b[i++]!;
+      v += (byte & 0x7f) * mul;
+      if (byte < 0x80) return v;
+      mul *= 128;
+    }
+  };
+  while (i < b.length) {
+    const tag = varint();
+    const no = Math.floor(tag / 8);
+    const wire = tag & 7;
+    if (wire === 0) yield { no, wire, num: varint() };
+    else if (wire === 2) {
+      const len = varint();
+      if (i + len > b.length) throw new RangeError('protobuf: field past the end');
+      yield { no, wire, bytes: b.subarray(i, i + len) };
+      i += len;
+    } else if (wire === 1) {
+      if (i + 8 > b.length) throw new RangeError('protobuf: field past the end');
+      yield { no, wire, num: new DataView(b.buffer, b.byteOffset + i, 8).getFloat64(0, true) };
+      i += 8;
+    } else if (wire === 5) {
+      if (i + 4 > b.length) throw new RangeError('protobuf: field past the end');
+      yield { no, wire, num: new DataView(b.buffer, b.byteOffset + i, 4).getFloat32(0, true) };
+      i += 4;
+    } else throw new RangeError(`protobuf: wire type ${wire}`);
+  }
+}
+
+const utf8 = new TextDecoder();
+const text = (f: Field): string => (f.wire === 2 ? utf8.decode(f.bytes) : '');
+
+/** One key of a history row or a config: its name (a nested key's parts joined by `/`) and its JSON text. */
+export interface WandbItem {
+  key: string;
+  json: string;
+}
+
+export type WandbRecord =
+  | { kind: 'history'; step: number | null; items: WandbItem[] }
+  | { kind: 'run'; project: string; name: string; runId: string; startTime: number | null; config: WandbItem[] }
+  | { kind: 'metric'; name: string; glob: string; stepMetric: string }
+  | { kind: 'exit'; exitCode: number }
+  | { kind: 'stats' }
+  | { kind: 'other'; field: number };
+
+/** `key` / `nested_key` and `value_json` of a HistoryItem or ConfigItem (the same field numbers). */
+function item(b: Uint8Array): WandbItem {
+  let key = '';
+  const nested: string[] = [];
+  let json = '';
+  for (const f of fields(b)) {
+    if (f.no === 1) key = text(f);
+    else if (f.no === 2) nested.push(text(f));
+    else if (f.no === 16) json = text(f);
+  }
+  return { key: nested.length > 0 ? nested.join('/') : key, json };
+}
+
+/** One `Record` of a run file, as far as barwatch reads it; throws RangeError on bytes that are no protobuf. */
+export function decodeWandbRecord(b: Uint8Array): WandbRecord {
+  for (const f of fields(b)) {
+    if (f.wire !== 2) continue;
+    switch (f.no) {
+      case 2: {
+        const items: WandbItem[] = [];
+        let step: number | null = null;
+        for (const h of fields(f.bytes)) {
+          if (h.no === 1 && h.wire === 2) items.push(item(h.bytes));
+          else if (h.no === 2 && h.wire === 2) for (const s of fields(h.bytes)) if (s.no === 1 && s.wire === 0) step = s.num;
+        }
+        return { kind: 'history', step, items };
+      }
+      case 17: {
+        const run = { kind: 'run' as const, project: '', name: '', runId: '', startTime: null as number | null, config: [] as WandbItem[] };
+        for (const r of fields(f.bytes)) {
+          if (r.wire !== 2) continue;
+          if (r.no === 1) run.runId = text(r);
+          else if (r.no === 3) run.project = text(r);
+          else if (r.no === 8) run.name = text(r);
+          else if (r.no === 4) for (const c of fields(r.bytes)) if (c.no === 1 && c.wire === 2) run.config.push(item(c.bytes));
+          if (r.no === 17) {
+            let seconds = 0;
+            let nanos = 0;
+            for (const t of fields(r.bytes)) {
+              if (t.no === 1 && t.wire === 0) seconds = t.num;
+              else if (t.no === 2 && t.wire === 0) nanos = t.num;
+            }
+            run.startTime = seconds * 1000 + Math.floor(nanos / 1e6);
+          }
+        }
+        return run;
+      }
+      case 12: {
+        const m = { kind: 'metric' as const, name: '', glob: '', stepMetric: '' };
+        for (const x of fields(f.bytes)) {
+          if (x.no === 1) m.name = text(x);
+          else if (x.no === 2) m.glob = text(x);
+          else if (x.no === 4) m.stepMetric = text(x);
+        }
+        return m;
+      }
+      case 18: {
+        let exitCode = 0;
+        for (const x of fields(f.bytes)) if (x.no === 1 && x.wire === 0) exitCode = x.num > 0x7fffffff ? x.num - 2 ** 64 : x.num;
+        return { kind: 'exit', exitCode };
+      }
+      case 7:
+        return { kind: 'stats' };
+      default:
+        if (f.no !== 16 && f.no !== 19 && f.no !== 200) return { kind: 'other', field: f.no };
+    }
+  }
+  return { kind: 'other', field: 0 };
+}
+
+/** A history row as barwatch reads it: the step, the trainer's time, the scalar values, what was skipped. */
+export interface WandbRow {
+  step: number | null;
+  /** `_timestamp`, epoch ms. */
+  time: number | null;
+  values: Record<string, number>;
+  /** Histograms, media, tables (`_type`), strings and booleans: not series. */
+  skipped: number;
+}
+
+/** A value_json: JSON, or the bare `NaN` / `Infinity` / `-Infinity` W&B writes for non-finite numbers. */
+function valueOf(json: string): unknown {
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    const t = json.trim();
+    if (t === 'NaN') return NaN;
+    if (t === 'Infinity') return Infinity;
+    if (t === '-Infinity') return -Infinity;
+    return undefined;
+  }
+}
+
+/**
+ * The values of a history row under their W&B keys (a nested dict unfolded with `/`); `stepKey`
+ * is the metric a define_metric made the row's step (TRL: `train/global_step`), else `_step`.
+ */
+export function wandbRow(items: readonly WandbItem[], stepKey: string | null): WandbRow {
+  const values: Record<string, number> = {};
+  let skipped = 0;
+  let step: number | null = null;
+  let time: number | null = null;
+  const put = (key: string, v: unknown): void => {
+    if (typeof v === 'number') values[key] = v;
+    else if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      if ('_type' in v) skipped++;
+      else for (const [k, x] of Object.entries(v)) put(`${key}/${k}`, x);
+    } else if (v !== null && v !== undefined) skipped++;
+  };
+  // W&B unfolds a histogram or a media object into nested keys beside its `_type`: one skipped object.
+  const objects: string[] = [];
+  for (const { key } of items) if (key.endsWith('/_type')) objects.push(key.slice(0, -5));
+  skipped += objects.length;
+  for (const { key, json } of items) {
+    if (objects.length > 0 && objects.some((o) => key.startsWith(o))) continue;
+    const v = valueOf(json);
+    if (key === '_step') {
+      if (typeof v === 'number') step ??= v;
+    } else if (key === '_timestamp') {
+      if (typeof v === 'number') time = Math.round(v * 1000);
+    } else if (key !== '_runtime') put(key, v);
+  }
+  if (stepKey !== null && stepKey !== '_step') {
+    const s = values[stepKey];
+    step = s !== undefined && Number.isFinite(s) ? s : null;
+    delete values[stepKey];
+  }
+  return { step, time, values, skipped };
+}
