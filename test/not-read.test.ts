@@ -1,6 +1,6 @@
 /** Files barwatch does not read are said, with why; a binary file named like a log is never read as text. */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { binaryReason } from '../src/sources/line-source.js';
@@ -22,7 +22,7 @@ describe('binary files named like logs', () => {
     assert.match(binaryReason(Buffer.from(':W&B\xbe\xe1\x00', 'latin1'))!, /W&B run file/);
   });
 
-  test('a real W&B run file given as a file: exit 2, saying what it is (before: read as text)', (t) => {
+  test('a real W&B run file given as a file is read as one; the same bytes under a log\'s name are refused, saying what they are (before: read as text)', (t) => {
     if (!existsSync(WANDB)) return t.skip(`${WANDB} is absent`);
     const dirs = readdirSync(WANDB, { withFileTypes: true }).filter((d) => d.isDirectory());
     const run = path.join(WANDB, dirs[0]!.name);
@@ -30,9 +30,15 @@ describe('binary files named like logs', () => {
       run,
       readdirSync(run).find((f) => f.endsWith('.wandb'))!,
     );
-    const r = barwatch(['analyze', file]);
-    assert.equal(r.status, 2, r.stdout);
-    assert.match(r.stderr, /nothing could be read: .*run-\w+\.wandb: a W&B run file \(binary\)/);
+    const r = barwatch(['analyze', file, '--format', 'json']);
+    assert.equal(r.status, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as { runs: { format: string; rounds: { steps: number }[] }[] };
+    assert.deepEqual([doc.runs[0]!.format, doc.runs[0]!.rounds[0]!.steps], ['wandb', 80]);
+    const misnamed = path.join(tempDir(), 'train.log');
+    copyFileSync(file, misnamed);
+    const m = barwatch(['analyze', misnamed]);
+    assert.equal(m.status, 2, m.stdout);
+    assert.match(m.stderr, /nothing could be read: .*train\.log: a W&B run file \(binary\) under the name of a text log/);
   });
 
   test('in a folder: the good log is read, the binary one is listed as not read, and --strict exits 3', () => {

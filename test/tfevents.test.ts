@@ -9,7 +9,7 @@ import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync, m
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config/load.js';
-import { crc32c, frames } from '../src/parsers/tfrecord.js';
+import { crc32c, frames, TFRECORD } from '../src/parsers/tfrecord.js';
 import { decodeEvent, TfEventsDecoder } from '../src/parsers/tfevents.js';
 import { analyzePaths } from '../src/pipeline/analyze.js';
 import { RecordTailer } from '../src/sources/record-tailer.js';
@@ -102,7 +102,7 @@ describe('TFRecord framing and the record tailer', () => {
       ),
     ]);
     writeFileSync(file, '');
-    const tailer = new RecordTailer(file, null);
+    const tailer = new RecordTailer(file, null, TFRECORD);
     const dec = new TfEventsDecoder(DEFAULTS.parser);
     const steps: number[] = [];
     // Cut at every 37 bytes: records are split across writes at arbitrary places.
@@ -127,7 +127,7 @@ describe('TFRecord framing and the record tailer', () => {
     badLength[9]! ^= 0xff;
     writeFileSync(file, Buffer.concat([recs[0]!, badData, recs[2]!, recs[3]!, badLength, recs[5]!]));
     const notices: string[] = [];
-    const tailer = new RecordTailer(file, null, { corrupt: ({ offset }) => notices.push(`corrupt@${offset}`) });
+    const tailer = new RecordTailer(file, null, TFRECORD, { corrupt: ({ offset }) => notices.push(`corrupt@${offset}`) });
     const dec = new TfEventsDecoder(DEFAULTS.parser);
     const steps: number[] = [];
     let skipped = 0;

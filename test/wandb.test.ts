@@ -4,11 +4,15 @@
  * the end of a live file, a bad CRC.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeWandbRecord, wandbRecords, wandbRow, type WandbRecord, type WandbRow } from '../src/parsers/wandb-log.js';
-import { REAL_LOGS } from './helpers/fs.js';
+import type { DaemonState } from '../src/daemon/state.js';
+import { analyzeJson } from './helpers/cli.js';
+import { DaemonProcess } from './helpers/daemon.js';
+import { REAL_LOGS, tempDir } from './helpers/fs.js';
+import { exitRecord, historyRecord, runRecord, WandbWriter } from './helpers/wandb-writer.js';
 
 const SAMPLES = path.join(REAL_LOGS, '..', 'writer-samples', 'wandb');
 const SKIP = existsSync(SAMPLES) ? false : `${SAMPLES} is absent`;
@@ -127,5 +131,102 @@ describe('W&B run files written by wandb 0.30.0', { skip: SKIP }, () => {
     const got = wandbRecords(junk, 0);
     assert.equal(got.records.length, 0);
     assert.ok(got.bad >= 1);
+  });
+});
+
+describe('W&B run files through analyze and watch', () => {
+  test("analyze the samples: each W&B run folder is a run of format wandb, latest-run and W&B's own files not read", { skip: SKIP }, () => {
+    const { doc } = analyzeJson([path.join(SAMPLES, 'barrag-official')]);
+    const got = doc.runs.map((r) => [r.format, r.rounds[0]!.steps, r.rollouts?.k, r.files.map((f) => path.basename(f.path))]);
+    assert.deepEqual(got, [
+      ['wandb', 60, 8, ['run-mbp5pqvm.wandb']],
+      ['wandb', 30, 5, ['run-apr4b14e.wandb']],
+      ['wandb', 60, 8, ['run-vj3falol.wandb']],
+      ['wandb', 30, 5, ['run-y8ksv8cb.wandb']],
+    ]);
+    const trl = analyzeJson([path.join(SAMPLES, 'trl-grpo')]).doc.runs[0]!.rounds[0]!;
+    assert.deepEqual([trl.steps, trl.first_step, trl.last_step], [40, 5, 200]);
+    assert.ok('reward' in trl.series && !('train/reward' in trl.series), 'the trainer prefix dropped');
+    const special = analyzeJson([path.join(SAMPLES, 'split-and-special')]);
+    assert.deepEqual(
+      special.doc.runs[0]!.findings.map((f) => [f.detector, f.step]),
+      [['nonfinite-reward', 30]],
+    );
+  });
+
+  test('watch: a run file growing in whole 32 KiB blocks is read as it grows, its collapse found, its exit the finish; a restart reads no row twice', async () => {
+    const dir = tempDir();
+    const root = path.join(dir, 'runs');
+    const file = path.join(root, 'ppo', 'wandb', 'run-20261202_101500-live1', 'run-live1.wandb');
+    const w = new WandbWriter(file);
+    const t0 = 1_790_000_000;
+    w.append(
+      runRecord({
+        project: 'verl-grpo',
+        name: 'qwen-grpo',
+        id: 'live1',
+        start: t0 * 1000,
+        config: { actor_rollout_ref: { rollout: { n: 8 } } },
+      }),
+    );
+    // Healthy, then the entropy collapses from step 120 on; ~1 KB a row, so a block holds ~30 rows.
+    const row = (s: number): Buffer =>
+      historyRecord(
+        s,
+        {
+          'critic/score/mean': 0.4 + s / 1000,
+          'actor/entropy': s < 120 ? 0.6 + 0.02 * Math.sin(s) : 0.6 * Math.exp(-(s - 120) / 8),
+          'response_length/mean': 300 + (s % 7),
+          padding: 'x'.repeat(900),
+        },
+        t0 + s * 10,
+      );
+    for (let s = 1; s <= 100; s++) w.append(row(s));
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
+    );
+    const d = new DaemonProcess([root, '--config', cfg]);
+    await d.waitFor((l) => l.msg === 'watching');
+    const onDisk = (): number => Math.floor(statSync(file).size / 1024);
+    await d.waitFor((l) => l.msg.startsWith('status:') && (l['records'] as number) > 0);
+    const firstRecords = d.logs.filter((l) => l.msg.startsWith('status:')).at(-1)!['records'] as number;
+    assert.ok(firstRecords < 100, `only rows of whole blocks are on disk (${onDisk()} KiB): ${firstRecords} records`);
+    for (let s = 101; s <= 200; s++) w.append(row(s));
+    await d.waitFor((l) => l.msg.startsWith('firing: entropy-collapse'));
+    assert.equal(await d.stop(), 0);
+    // The rest of the run after a restart: the file's end, its exit record.
+    for (let s = 201; s <= 220; s++) w.append(row(s));
+    w.append(exitRecord(0));
+    w.finish();
+    const again = new DaemonProcess([root, '--config', cfg]);
+    // Every frame of the file read: the run record, 220 rows, the exit.
+    await again.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= 222);
+    assert.equal(await again.stop(), 0);
+    const state = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as DaemonState;
+    const run = state.runs.find((r) => r.id === path.dirname(file))!;
+    assert.equal(run.finished, true, 'the exit record is the finish line');
+    assert.equal(run.rounds[0]!.series['critic/score/mean']!.summary.n, 220, 'each row once across the restart');
+  });
+
+  test('a file cut inside a record waits for its rest; a chunk with a bad CRC is counted as malformed, the records around it read', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'r', 'wandb', 'offline-run-20261202_101500-cut1', 'run-cut1.wandb');
+    const w = new WandbWriter(file, false);
+    for (let s = 1; s <= 60; s++) w.append(historyRecord(s, { 'critic/score/mean': 0.5, note: 'x'.repeat(2000) }, 1_790_000_000 + s));
+    const whole = readFileSync(file);
+    // Cut inside the last record: 59 rows, the 60th waits.
+    writeFileSync(file, whole.subarray(0, whole.length - 100));
+    assert.equal(analyzeJson([path.join(dir, 'r')]).doc.runs[0]!.rounds[0]!.steps, 59);
+    // One byte inside the data of the 30th row (its note of x's): that row is lost, no other.
+    const bad = Buffer.from(whole);
+    let at = 0;
+    for (let i = 0; i < 30; i++) at = whole.indexOf('x'.repeat(100), at + (i === 0 ? 0 : 1900));
+    bad.writeUInt8(bad.readUInt8(at + 50) ^ 0xff, at + 50);
+    writeFileSync(file, bad);
+    const { doc } = analyzeJson([path.join(dir, 'r')]);
+    assert.equal(doc.runs[0]!.rounds[0]!.steps, 59);
+    assert.equal(doc.runs[0]!.files[0]!.malformed, 1);
   });
 });

@@ -12,10 +12,12 @@ import { runConfigInput } from './run-config.js';
 import { textInput } from './train-log.js';
 import { tensorboardInput } from './tfevents.js';
 import { trainerStateInput } from './trainer-state.js';
+import { wandbInput } from './wandb-log.js';
 import type { InputFormat, Parser, ParserOptions } from './types.js';
 
 export const INPUTS = [
   tensorboardInput,
+  wandbInput,
   trainerStateInput,
   logHistoryInput,
   metricsCsvInput,

@@ -118,6 +118,18 @@ export function trainTag(tag: string): string {
   return tag.startsWith('train/') ? tag.slice(6) : tag;
 }
 
+/**
+ * The end-of-training summary Hugging Face's Trainer logs once, at the last step, when `train()`
+ * returns (`train/train_runtime`, ...): the finish line, not series.
+ */
+export const END_OF_TRAINING: ReadonlySet<string> = new Set([
+  'train_runtime',
+  'train_samples_per_second',
+  'train_steps_per_second',
+  'total_flos',
+  'train_loss',
+]);
+
 export function toNumber(v: unknown): number | undefined {
   if (typeof v === 'number') return v;
   if (typeof v === 'string') {

@@ -63,6 +63,13 @@ function walk(node: unknown, path: string[], s: RunSettings): void {
   }
 }
 
+/** The settings a parsed config holds (a W&B run's config, a YAML document). */
+export function settingsOf(doc: unknown): RunSettings {
+  const s: RunSettings = {};
+  walk(doc, [], s);
+  return s;
+}
+
 /** Reads the settings a run config holds; unknown keys are the run's business and are ignored. */
 export function readRunSettings(text: string): RunSettings | { error: string } {
   let doc: unknown;
@@ -73,9 +80,7 @@ export function readRunSettings(text: string): RunSettings | { error: string } {
   }
   if (doc === undefined || doc === null) return {};
   if (typeof doc !== 'object' || Array.isArray(doc)) return { error: 'YAML is not a mapping' };
-  const s: RunSettings = {};
-  walk(doc, [], s);
-  return s;
+  return settingsOf(doc);
 }
 
 export class RunConfigParser implements DocumentParser {

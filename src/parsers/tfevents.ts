@@ -6,7 +6,8 @@
  * `tensor_content` 4, with plugin `scalars` in `metadata` 9). Images, histograms, text, audio and
  * other plugins are skipped and counted. Tags go through the same key map as every format.
  */
-import { canonicalKey, trainTag } from './keys.js';
+import { canonicalKey, END_OF_TRAINING, trainTag } from './keys.js';
+import { TFRECORD } from './tfrecord.js';
 import type { FormatId, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
 import { defineInput } from './types.js';
 
@@ -213,11 +214,6 @@ export function decodeEvent(bytes: Uint8Array): DecodedEvent {
  * Event records to metric records: the scalars of consecutive events with the same step become
  * one record (a writer logs each tag as its own event), with the trainer's wall time.
  */
-/**
- * The end-of-training summary Hugging Face's Trainer logs once, at the last step, when `train()`
- * returns (`train/train_runtime`, ...): the finish line, not series.
- */
-const END_OF_TRAINING = new Set(['train_runtime', 'train_samples_per_second', 'train_steps_per_second', 'total_flos', 'train_loss']);
 
 export class TfEventsDecoder {
   /** Summary values that were not scalars, and records that did not decode. */
@@ -279,6 +275,7 @@ export const tensorboardInput = defineInput({
   read: 'records',
   named: (base) => base.startsWith('events.out.tfevents.'),
   create: (opts) => new TensorBoardParser(opts),
+  framing: TFRECORD,
   stream: {
     firstStep(records) {
       for (const rec of records) {

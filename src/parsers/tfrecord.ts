@@ -3,6 +3,7 @@
  * length, the masked CRC32C of those 8 bytes, the data, and the masked CRC32C of the data. Mask:
  * ((crc >>> 15) | (crc << 17)) + 0xa282ead8. Pure: the caller brings the bytes (sources/ tails).
  */
+import type { Framing, Frames } from './types.js';
 
 /**
  * CRC32C (Castagnoli, reflected polynomial 0x82f63b78), eight bytes a step ("slicing by 8":
@@ -52,16 +53,8 @@ export function maskedCrc(buf: Uint8Array, start = 0, end = buf.length): number 
 /** A record longer than this is taken for corruption (a TensorBoard scalar event is ~100 bytes). */
 export const MAX_RECORD_BYTES = 64 << 20;
 
-export interface Frames {
-  /** Complete records whose data CRC matched, in order (views into the input). */
-  records: Uint8Array[];
-  /** Bytes consumed: complete frames only; a frame cut at the end waits for its rest. */
-  consumed: number;
-  /** Complete frames skipped because their data CRC did not match. */
-  badData: number;
-  /** Set when a length did not match its CRC (or is absurd): nothing after it can be trusted. */
-  corruptAt: number | null;
-}
+/** TFRecord frames: uint64 length, masked CRC32C of it, the data, masked CRC32C of the data. */
+export const TFRECORD: Framing = { split: (buf) => frames(buf), minBytes: 12 };
 
 /** Splits `buf` into TFRecord frames. */
 export function frames(buf: Buffer): Frames {

@@ -14,6 +14,7 @@ export const FORMAT_IDS = [
   'log-history',
   'metrics-csv',
   'tensorboard',
+  'wandb',
   'barrag-selector-debug',
   'barrag-generator-debug',
   'verl-console',
@@ -190,6 +191,8 @@ export interface InputFormat<Id extends string = string> {
    * restarted writer does. `firstStep`: the first step of a file, from its first records.
    */
   stream?: { firstStep(records: readonly Uint8Array[]): number | null };
+  /** Files read as framed records: how the frames are split (TFRecord, W&B's LevelDB-log blocks). */
+  framing?: Framing;
   /** Its records span lines and end when the writer pauses (Parser.flush after parser.debug_step_gap). */
   idleFlush?: boolean;
   /**
@@ -198,6 +201,25 @@ export interface InputFormat<Id extends string = string> {
    * (sources/runs.ts).
    */
   wholeRun?: boolean;
+}
+
+/** Complete records split from bytes of a file, and how far they reach. */
+export interface Frames {
+  /** Complete records whose CRC matched, in order (views into the input). */
+  records: Uint8Array[];
+  /** Bytes consumed, to the end of the last complete record: a record cut at the end waits for its rest. */
+  consumed: number;
+  /** Records skipped because a CRC did not match. */
+  badData: number;
+  /** Set where a length did not match its CRC: nothing after it can be trusted. */
+  corruptAt: number | null;
+}
+
+export interface Framing {
+  /** The complete records in `buf`, which starts at byte `at` of the file (framings with blocks count from the file's start). */
+  split(buf: Buffer, at: number): Frames;
+  /** Fewer bytes than this past the last record cannot hold another. */
+  minBytes: number;
 }
 
 /** A format's declaration, its id kept as a literal type (FileKind is the union of the listed ids). */

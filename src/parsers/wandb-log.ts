@@ -12,6 +12,10 @@
  * yet", and reading resumes at the start of the record it belongs to.
  */
 import { crc32 } from 'node:zlib';
+import { canonicalKey, END_OF_TRAINING, trainTag } from './keys.js';
+import { settingsOf } from './run-config.js';
+import type { FormatId, Framing, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
+import { defineInput } from './types.js';
 
 export const WANDB_MAGIC = Buffer.from(':W&B', 'latin1');
 export const WANDB_HEADER_BYTES = 7;
@@ -117,6 +121,15 @@ export function wandbRecords(buf: Uint8Array, at: number): WandbChunks {
   }
   return { records, consumed, bad };
 }
+
+/** The framing as the record tailer uses it. */
+export const WANDB_FRAMING: Framing = {
+  split(buf, at) {
+    const r = wandbRecords(buf, at);
+    return { records: r.records, consumed: r.consumed, badData: r.bad, corruptAt: null };
+  },
+  minBytes: CHUNK_HEADER,
+};
 
 /** A protobuf message's fields: numbers for varints and fixed ones, bytes for length-delimited ones. */
 type Field = { no: number; wire: 0 | 1 | 5; num: number } | { no: number; wire: 2; bytes: Uint8Array };
@@ -302,3 +315,120 @@ export function wandbRow(items: readonly WandbItem[], stepKey: string | null): W
   }
   return { step, time, values, skipped };
 }
+
+/**
+ * A W&B run file's records as barwatch's: each history row a metric record at its step (`_step`,
+ * or the key a define_metric made the step: TRL's `train/global_step`), at the trainer's
+ * `_timestamp`, through the same key map as every format (TRL's `train/` prefix dropped); the
+ * run's config for its settings and verl's rollout count; `exit` as the finish line, or as a
+ * fatal error with its code.
+ */
+export class WandbParser implements RecordParser {
+  readonly kind = 'records';
+  undecodable = 0;
+  skipped = 0;
+  /** The step metric of every key (define_metric with a name) and of every other (a glob `*`). */
+  private stepOf: Record<string, string> = {};
+  private stepOfAll: string | null = null;
+
+  constructor(private readonly opts: ParserOptions) {}
+
+  format(): FormatId {
+    return 'wandb';
+  }
+
+  records(data: readonly Uint8Array[]): ParsedRecord[] {
+    const out: ParsedRecord[] = [];
+    for (const bytes of data) {
+      let r: WandbRecord;
+      try {
+        r = decodeWandbRecord(bytes);
+      } catch {
+        this.undecodable++;
+        continue;
+      }
+      if (r.kind === 'history') this.row(r.items, out);
+      else if (r.kind === 'metric') {
+        if (r.stepMetric === '') continue;
+        if (r.name !== '') this.stepOf[r.name] = r.stepMetric;
+        else if (r.glob === '*') this.stepOfAll = r.stepMetric;
+      } else if (r.kind === 'run') this.run(r.config, out);
+      else if (r.kind === 'exit')
+        out.push(r.exitCode === 0 ? { kind: 'finished' } : { kind: 'fatal', message: `the W&B run exited with code ${r.exitCode}` });
+    }
+    return out;
+  }
+
+  private row(items: readonly WandbItem[], out: ParsedRecord[]): void {
+    const row = wandbRow(items, this.stepKey(items));
+    this.skipped += row.skipped;
+    const values: Record<string, number> = {};
+    let summary = false;
+    let any = false;
+    for (const key in row.values) {
+      const name = trainTag(key);
+      if (END_OF_TRAINING.has(name)) {
+        summary = true;
+        continue;
+      }
+      values[canonicalKey(name, this.opts.keyMap)] = row.values[key]!;
+      any = true;
+    }
+    if (summary) out.push({ kind: 'finished' });
+    if (!any) return;
+    const rec: MetricRecord = { kind: 'metrics', step: row.step, values };
+    if (row.time !== null) rec.time = row.time;
+    out.push(rec);
+  }
+
+  /** The step metric of a row: the one declared for a key it holds, else the glob's, else `_step`. */
+  private stepKey(items: readonly WandbItem[]): string | null {
+    for (const { key } of items) {
+      const s = this.stepOf[key];
+      if (s !== undefined) return s;
+    }
+    return this.stepOfAll;
+  }
+
+  private run(config: readonly WandbItem[], out: ParsedRecord[]): void {
+    const doc: Record<string, unknown> = {};
+    for (const { key, json } of config) {
+      try {
+        doc[key] = JSON.parse(json) as unknown;
+      } catch {
+        // A value W&B could not write as JSON: not a setting barwatch reads.
+      }
+    }
+    const settings = settingsOf(doc);
+    if (Object.keys(settings).length > 0) out.push({ kind: 'settings', settings });
+    const n = (doc['actor_rollout_ref'] as { rollout?: { n?: unknown } } | undefined)?.rollout?.n;
+    if (typeof n === 'number' && Number.isInteger(n) && n > 0) out.push({ kind: 'rollouts', k: n });
+    const total = (doc['trainer'] as { total_training_steps?: unknown } | undefined)?.total_training_steps;
+    if (typeof total === 'number' && total > 0) out.push({ kind: 'plan', total, source: 'stated' });
+  }
+
+  counts(): { undecodable: number; skipped: number } {
+    return { undecodable: this.undecodable, skipped: this.skipped };
+  }
+
+  snapshot(): unknown {
+    return { stepOf: this.stepOf, stepOfAll: this.stepOfAll };
+  }
+
+  restore(state: unknown): void {
+    const s = (state ?? {}) as { stepOf?: Record<string, string>; stepOfAll?: string | null };
+    if (s.stepOf !== undefined && typeof s.stepOf === 'object') this.stepOf = { ...s.stepOf };
+    if (typeof s.stepOfAll === 'string') this.stepOfAll = s.stepOfAll;
+  }
+}
+
+/** `run-<id>.wandb` in a W&B run folder (online `run-<ts>-<id>`, offline `offline-run-<ts>-<id>`). */
+export const wandbInput = defineInput({
+  id: 'wandb',
+  read: 'records',
+  named: (base) => base.endsWith('.wandb'),
+  sniffed: (head) => head.startsWith(':W&B'),
+  create: (opts) => new WandbParser(opts),
+  framing: WANDB_FRAMING,
+  wholeRun: false,
+});

@@ -311,7 +311,7 @@ export class Pipeline {
     for (let i = 0; i + 1 < siblings.length; i++) {
       const older = siblings[i]!;
       if (older.stepLimit !== null) continue;
-      const first = src.input.stream!.firstStep(await firstRecords(siblings[i + 1]!.file));
+      const first = src.input.stream!.firstStep(await firstRecords(siblings[i + 1]!.file, src.input.framing!));
       if (first === null) continue;
       older.stepLimit = first;
       const run = this.registry.get(older.place.run);

@@ -1,7 +1,8 @@
 /**
  * Finding the files to read under a path: a run folder, a root of many runs at any depth, or a
- * single file. Folders that never hold training logs (.git, node_modules, barwatch's own state,
- * wandb's copies) are skipped; symlink loops and unreadable folders are reported, not fatal.
+ * single file. Folders that never hold training logs (.git, node_modules, barwatch's own state)
+ * are skipped, and of W&B's folder only its runs' run files are read; symlink loops and
+ * unreadable folders are reported, not fatal.
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
@@ -22,10 +23,28 @@ export interface DiscoverResult {
   unknown: string[];
 }
 
-export const SKIP_DIRS = new Set(['.git', 'node_modules', '.barwatch', 'wandb', '__pycache__', '.cache', 'checkpoints']);
+export const SKIP_DIRS = new Set(['.git', 'node_modules', '.barwatch', '__pycache__', '.cache', 'checkpoints']);
 
 export function skipDir(name: string): boolean {
   return SKIP_DIRS.has(name) || (name.startsWith('.') && name !== '.' && name !== '..');
+}
+
+/** A W&B run folder: `run-<YYYYMMDD_HHMMSS>-<id>` online, `offline-run-...` offline. */
+const WANDB_RUN_DIR = /^(?:offline-)?run-\d{8}_\d{6}-\w+$/;
+
+/** What W&B keeps in `wandb/` beside its run folders: `latest-run` links to one of them, `debug*.log` to its debug logs. */
+const WANDB_LINKS = /^(?:latest-run|debug(?:-internal|-cli\..*)?\.log)$/;
+
+/**
+ * W&B's own files beside its runs' run files: in `wandb/`, `latest-run` (a link to one of its run
+ * folders: each is read once, by its own name) and the links to W&B's debug logs; in a run folder,
+ * everything but `run-<id>.wandb` (`files/` holds W&B's copies of the console and the config,
+ * `logs/` its debug logs).
+ */
+export function wandbInternal(dir: string, name: string): boolean {
+  const parent = path.basename(dir);
+  if (parent === 'wandb') return WANDB_LINKS.test(name);
+  return WANDB_RUN_DIR.test(parent) && path.basename(path.dirname(dir)) === 'wandb' && !name.endsWith('.wandb');
 }
 
 async function head(file: string): Promise<string> {
@@ -88,6 +107,7 @@ export async function discover(
     for (const e of entries) {
       const p = path.join(dir, e.name);
       if (only !== undefined && !only(dir, e.name)) continue;
+      if (wandbInternal(dir, e.name)) continue;
       let isDir = e.isDirectory();
       let isFile = e.isFile();
       if (e.isSymbolicLink()) {

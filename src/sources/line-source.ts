@@ -21,7 +21,7 @@ const WANDB_MAGIC = ':W&B';
  */
 export function binaryReason(head: Buffer): string | null {
   if (head.subarray(0, WANDB_MAGIC.length).toString('latin1') === WANDB_MAGIC)
-    return "a W&B run file (binary), which barwatch does not read yet: point it at the run's console log or TensorBoard folder";
+    return 'a W&B run file (binary) under the name of a text log: barwatch reads W&B run files by their own name, run-<id>.wandb';
   let i = 0;
   while (i < head.length && head[i] === 0) i++;
   const eol = head.indexOf(0x0a, i);

@@ -13,7 +13,9 @@ export class RecordSource extends FileSource<RecordParser> {
 
   constructor(file: string, kind: FileKind, place: FilePlace, ctx: SourceContext, saved: FileCheckpoint | null) {
     super(file, kind, place, ctx, saved);
-    this.tailer = new RecordTailer(file, saved?.records ?? null, {
+    const framing = this.input.framing;
+    if (framing === undefined) throw new Error(`format ${this.input.id} reads records but declares no framing`);
+    this.tailer = new RecordTailer(file, saved?.records ?? null, framing, {
       corrupt: ({ offset }) =>
         this.problem({
           file,

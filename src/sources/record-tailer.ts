@@ -6,7 +6,8 @@
  * record, counted. The file is identified by device and inode; a file that shrank was rewritten.
  */
 import { constants, promises as fsp } from 'node:fs';
-import { frames, MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
+import { MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
+import type { Framing } from '../parsers/types.js';
 import type { ReadOutcome } from './tailer.js';
 
 export interface RecordCheckpoint {
@@ -32,6 +33,7 @@ export class RecordTailer {
   constructor(
     readonly file: string,
     saved: RecordCheckpoint | null,
+    private readonly framing: Framing,
     private readonly notices: RecordNotices = {},
   ) {
     this.state = saved ?? { offset: 0, dev: -1, ino: -1, corruptAt: null };
@@ -64,17 +66,18 @@ export class RecordTailer {
       }
       const cur = this.state;
       if (cur.corruptAt !== null || st.size <= cur.offset) return 'idle';
-      const want = Math.min(st.size - cur.offset, BUDGET);
-      let buf = Buffer.alloc(want);
-      let got = (await fh.read(buf, 0, want, cur.offset)).bytesRead;
-      let f = frames(buf.subarray(0, got));
-      // One frame larger than the budget: read it whole (up to the record limit).
-      if (f.consumed === 0 && f.corruptAt === null && got === BUDGET && st.size - cur.offset > BUDGET) {
-        const len = Number(buf.readBigUInt64LE(0));
-        const need = Math.min(12 + Math.min(len, MAX_RECORD_BYTES) + 4, st.size - cur.offset);
-        buf = Buffer.alloc(need);
-        got = (await fh.read(buf, 0, need, cur.offset)).bytesRead;
-        f = frames(buf.subarray(0, got));
+      const left = st.size - cur.offset;
+      let want = Math.min(left, BUDGET);
+      let buf: Buffer;
+      let got: number;
+      let f;
+      for (;;) {
+        buf = Buffer.alloc(want);
+        got = (await fh.read(buf, 0, want, cur.offset)).bytesRead;
+        f = this.framing.split(buf.subarray(0, got), cur.offset);
+        // One record larger than the budget: read more, up to the record limit.
+        if (f.consumed > 0 || f.corruptAt !== null || got < want || want >= left || want > MAX_RECORD_BYTES) break;
+        want = Math.min(want * 2, left);
       }
       if (f.records.length > 0 || f.badData > 0) deliver(f.records, f.badData);
       cur.offset += f.consumed;
@@ -83,7 +86,7 @@ export class RecordTailer {
         this.notices.corrupt?.({ offset: cur.offset });
         return 'idle';
       }
-      return f.consumed > 0 && st.size - cur.offset >= 12 && got === want && want === BUDGET ? 'more' : 'idle';
+      return f.consumed > 0 && st.size - cur.offset >= this.framing.minBytes && got === want && want >= BUDGET ? 'more' : 'idle';
     } finally {
       await fh.close();
     }
@@ -91,7 +94,7 @@ export class RecordTailer {
 }
 
 /** The complete records in the first 64 KiB of a file (none when it cannot be read). */
-export async function firstRecords(file: string): Promise<Uint8Array[]> {
+export async function firstRecords(file: string, framing: Framing): Promise<Uint8Array[]> {
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -101,7 +104,7 @@ export async function firstRecords(file: string): Promise<Uint8Array[]> {
   try {
     const buf = Buffer.alloc(64 << 10);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return frames(buf.subarray(0, bytesRead)).records;
+    return framing.split(buf.subarray(0, bytesRead), 0).records;
   } catch {
     return [];
   } finally {

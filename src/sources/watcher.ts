@@ -9,7 +9,7 @@ import path from 'node:path';
 import { realpathSync, type Stats } from 'node:fs';
 import { watch, type FSWatcher } from 'chokidar';
 import { classifyFile } from '../parsers/index.js';
-import { skipDir } from './discover.js';
+import { skipDir, wandbInternal } from './discover.js';
 import type { Reach } from './reach.js';
 
 export interface WatchRoot {
@@ -43,6 +43,7 @@ export function isIgnored(p: string, stats: Stats | undefined, opts: WatcherOpti
   for (const root of opts.roots) {
     if (root.only !== undefined && parent === root.path && !root.only.includes(name)) return true;
   }
+  if (wandbInternal(parent, name)) return true;
   if (stats?.isDirectory()) return skipDir(name);
   if (stats?.isFile()) return classifyFile(abs) === null;
   // No stats yet: decide by name only; unknown names are looked at again with stats.
