@@ -5,7 +5,7 @@
  * bench/scale.ts (2,000 runs) and bench/steady.ts (10 minutes), reported in BENCHMARKS.md.
  */
 const t0 = Date.now();
-for (const name of ['ingest', 'follow', 'latency', 'idle', 'memory', 'heap', 'web', 'tfevents']) {
+for (const name of ['ingest', 'follow', 'latency', 'idle', 'memory', 'heap', 'web', 'tfevents', 'wandb']) {
   const t = Date.now();
   const m = (await import(`./${name}.js`)) as { main: () => Promise<void> };
   await m.main();

@@ -199,8 +199,136 @@ function item(b: Uint8Array): WandbItem {
   return { key: nested.length > 0 ? nested.join('/') : key, json };
 }
 
+/** Reads a varint at `at[0]` of `b`, moving `at[0]` past it. */
+function varintAt(b: Uint8Array, at: number[]): number {
+  let i = at[0]!;
+  let v = 0;
+  let mul = 1;
+  for (;;) {
+    if (i >= b.length) throw new RangeError('protobuf: varint past the end');
+    const byte = b[i++]!;
+    v += (byte & 0x7f) * mul;
+    if (byte < 0x80) break;
+    mul *= 128;
+  }
+  at[0] = i;
+  return v;
+}
+
+/** Moves `at[0]` past a field's value of wire type `wire`. */
+function skipValue(b: Uint8Array, at: number[], wire: number, end: number): void {
+  if (wire === 0) varintAt(b, at);
+  else if (wire === 1) at[0]! += 8;
+  else if (wire === 5) at[0]! += 4;
+  else if (wire === 2) {
+    const len = varintAt(b, at);
+    at[0] = at[0]! + len;
+  } else throw new RangeError(`protobuf: wire type ${wire}`);
+  if (at[0]! > end) throw new RangeError('protobuf: field past the end');
+}
+
+/** A length-delimited value's length read at `at[0]`: returns where the value ends (`at[0]` is at its start). */
+function lengthEnd(b: Uint8Array, at: number[]): number {
+  const len = varintAt(b, at);
+  return at[0]! + len;
+}
+
+interface Sliceable {
+  utf8Slice(start: number, end: number): string;
+}
+/** A buffer's bytes as text: Buffer's own decoder, without toString's argument handling (a long run decodes millions of keys). */
+const asText = (b: Uint8Array, start: number, end: number): string =>
+  b instanceof Buffer
+    ? (b as unknown as Sliceable).utf8Slice(start, end)
+    : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8', start, end);
+
+/**
+ * The keys of the last row by their place in it: a run logs the same keys in the same order row
+ * after row, so a key whose bytes equal the last row's at its place is that string again.
+ */
+export class KeyCache {
+  private bytes: Uint8Array[] = [];
+  private strs: string[] = [];
+
+  key(i: number, b: Uint8Array, start: number, end: number): string {
+    const old = this.bytes[i];
+    const len = end - start;
+    if (old !== undefined && old.length === len) {
+      let j = 0;
+      while (j < len && old[j] === b[start + j]) j++;
+      if (j === len) return this.strs[i]!;
+    }
+    const s = asText(b, start, end);
+    if (i < 4096) {
+      this.bytes[i] = b.slice(start, end);
+      this.strs[i] = s;
+    }
+    return s;
+  }
+}
+
+/**
+ * The history row of a Record, or null when the record is of another kind: the hot path (a long
+ * run is mostly rows), read in place without a message object per field.
+ */
+export function decodeHistoryRow(b: Uint8Array, keys?: KeyCache): { step: number | null; items: WandbItem[] } | null {
+  const at = [0];
+  while (at[0]! < b.length) {
+    const tag = varintAt(b, at);
+    const wire = tag & 7;
+    if (tag >>> 3 !== 2 || wire !== 2) {
+      skipValue(b, at, wire, b.length);
+      continue;
+    }
+    const hEnd = lengthEnd(b, at);
+    if (hEnd > b.length) throw new RangeError('protobuf: field past the end');
+    const items: WandbItem[] = [];
+    let step: number | null = null;
+    while (at[0]! < hEnd) {
+      const t = varintAt(b, at);
+      if ((t & 7) !== 2) {
+        skipValue(b, at, t & 7, hEnd);
+        continue;
+      }
+      const end = lengthEnd(b, at);
+      if (end > hEnd) throw new RangeError('protobuf: field past the end');
+      if (t >>> 3 === 1) {
+        let key = '';
+        let nested: string | null = null;
+        let json = '';
+        while (at[0]! < end) {
+          const ft = varintAt(b, at);
+          if ((ft & 7) !== 2) {
+            skipValue(b, at, ft & 7, end);
+            continue;
+          }
+          const fEnd = lengthEnd(b, at);
+          if (fEnd > end) throw new RangeError('protobuf: field past the end');
+          const no = ft >>> 3;
+          if (no === 1) key = keys === undefined ? asText(b, at[0]!, fEnd) : keys.key(items.length, b, at[0]!, fEnd);
+          else if (no === 2) nested = nested === null ? asText(b, at[0]!, fEnd) : `${nested}/${asText(b, at[0]!, fEnd)}`;
+          else if (no === 16) json = asText(b, at[0]!, fEnd);
+          at[0] = fEnd;
+        }
+        items.push({ key: nested ?? key, json });
+      } else if (t >>> 3 === 2) {
+        while (at[0]! < end) {
+          const st = varintAt(b, at);
+          if (st === 8) step = varintAt(b, at);
+          else skipValue(b, at, st & 7, end);
+        }
+      }
+      at[0] = end;
+    }
+    return { step, items };
+  }
+  return null;
+}
+
 /** One `Record` of a run file, as far as barwatch reads it; throws RangeError on bytes that are no protobuf. */
-export function decodeWandbRecord(b: Uint8Array): WandbRecord {
+export function decodeWandbRecord(b: Uint8Array, keys?: KeyCache): WandbRecord {
+  const row = decodeHistoryRow(b, keys);
+  if (row !== null) return { kind: 'history', ...row };
   for (const f of fields(b)) {
     if (f.wire !== 2) continue;
     switch (f.no) {
@@ -268,6 +396,12 @@ export interface WandbRow {
 
 /** A value_json: JSON, or the bare `NaN` / `Infinity` / `-Infinity` W&B writes for non-finite numbers. */
 function valueOf(json: string): unknown {
+  // Most values are plain numbers: Number() reads them without the JSON parser (and '' is no number).
+  const c = json.charCodeAt(0);
+  if ((c >= 48 && c <= 57) || c === 45) {
+    const n = Number(json);
+    if (!Number.isNaN(n)) return n;
+  }
   try {
     return JSON.parse(json) as unknown;
   } catch {
@@ -283,37 +417,46 @@ function valueOf(json: string): unknown {
  * The values of a history row under their W&B keys (a nested dict unfolded with `/`); `stepKey`
  * is the metric a define_metric made the row's step (TRL: `train/global_step`), else `_step`.
  */
-export function wandbRow(items: readonly WandbItem[], stepKey: string | null): WandbRow {
+export function wandbRow(
+  items: readonly WandbItem[],
+  stepKey: string | null,
+  /** A key's series name, or null for a key of the end-of-training summary. */
+  rename: (key: string) => string | null = (k) => k,
+): WandbRow & { summary: boolean } {
   const values: Record<string, number> = {};
   let skipped = 0;
   let step: number | null = null;
+  let declared: number | null = null;
   let time: number | null = null;
+  let summary = false;
+  const declaredStep = stepKey !== null && stepKey !== '_step';
   const put = (key: string, v: unknown): void => {
-    if (typeof v === 'number') values[key] = v;
-    else if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    if (typeof v === 'number') {
+      const name = rename(key);
+      if (name === null) summary = true;
+      else values[name] = v;
+    } else if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
       if ('_type' in v) skipped++;
       else for (const [k, x] of Object.entries(v)) put(`${key}/${k}`, x);
     } else if (v !== null && v !== undefined) skipped++;
   };
   // W&B unfolds a histogram or a media object into nested keys beside its `_type`: one skipped object.
-  const objects: string[] = [];
-  for (const { key } of items) if (key.endsWith('/_type')) objects.push(key.slice(0, -5));
-  skipped += objects.length;
+  let objects: string[] | null = null;
+  for (const { key } of items) if (key.endsWith('/_type')) (objects ??= []).push(key.slice(0, -5));
+  if (objects !== null) skipped += objects.length;
   for (const { key, json } of items) {
-    if (objects.length > 0 && objects.some((o) => key.startsWith(o))) continue;
+    if (objects !== null && objects.some((o) => key.startsWith(o))) continue;
+    if (key === '_runtime') continue;
     const v = valueOf(json);
     if (key === '_step') {
       if (typeof v === 'number') step ??= v;
     } else if (key === '_timestamp') {
       if (typeof v === 'number') time = Math.round(v * 1000);
-    } else if (key !== '_runtime') put(key, v);
+    } else if (declaredStep && key === stepKey) {
+      if (typeof v === 'number' && Number.isFinite(v)) declared = v;
+    } else put(key, v);
   }
-  if (stepKey !== null && stepKey !== '_step') {
-    const s = values[stepKey];
-    step = s !== undefined && Number.isFinite(s) ? s : null;
-    delete values[stepKey];
-  }
-  return { step, time, values, skipped };
+  return { step: declaredStep ? declared : step, time, values, skipped, summary };
 }
 
 /**
@@ -330,6 +473,8 @@ export class WandbParser implements RecordParser {
   /** The step metric of every key (define_metric with a name) and of every other (a glob `*`). */
   private stepOf: Record<string, string> = {};
   private stepOfAll: string | null = null;
+  private declared = 0;
+  private readonly keys = new KeyCache();
 
   constructor(private readonly opts: ParserOptions) {}
 
@@ -342,7 +487,7 @@ export class WandbParser implements RecordParser {
     for (const bytes of data) {
       let r: WandbRecord;
       try {
-        r = decodeWandbRecord(bytes);
+        r = decodeWandbRecord(bytes, this.keys);
       } catch {
         this.undecodable++;
         continue;
@@ -350,8 +495,10 @@ export class WandbParser implements RecordParser {
       if (r.kind === 'history') this.row(r.items, out);
       else if (r.kind === 'metric') {
         if (r.stepMetric === '') continue;
-        if (r.name !== '') this.stepOf[r.name] = r.stepMetric;
-        else if (r.glob === '*') this.stepOfAll = r.stepMetric;
+        if (r.name !== '') {
+          this.stepOf[r.name] = r.stepMetric;
+          this.declared = Object.keys(this.stepOf).length;
+        } else if (r.glob === '*') this.stepOfAll = r.stepMetric;
       } else if (r.kind === 'run') this.run(r.config, out);
       else if (r.kind === 'exit')
         out.push(r.exitCode === 0 ? { kind: 'finished' } : { kind: 'fatal', message: `the W&B run exited with code ${r.exitCode}` });
@@ -359,30 +506,37 @@ export class WandbParser implements RecordParser {
     return out;
   }
 
-  private row(items: readonly WandbItem[], out: ParsedRecord[]): void {
-    const row = wandbRow(items, this.stepKey(items));
-    this.skipped += row.skipped;
-    const values: Record<string, number> = {};
-    let summary = false;
-    let any = false;
-    for (const key in row.values) {
-      const name = trainTag(key);
-      if (END_OF_TRAINING.has(name)) {
-        summary = true;
-        continue;
-      }
-      values[canonicalKey(name, this.opts.keyMap)] = row.values[key]!;
-      any = true;
+  /** W&B key to series name (null: the end-of-training summary), one lookup a key after the first row. */
+  private readonly names = new Map<string, string | null>();
+
+  private readonly rename = (key: string): string | null => {
+    let name = this.names.get(key);
+    if (name === undefined) {
+      const bare = trainTag(key);
+      name = END_OF_TRAINING.has(bare) ? null : canonicalKey(bare, this.opts.keyMap);
+      if (this.names.size < 10_000) this.names.set(key, name);
     }
-    if (summary) out.push({ kind: 'finished' });
+    return name;
+  };
+
+  private row(items: readonly WandbItem[], out: ParsedRecord[]): void {
+    const row = wandbRow(items, this.stepKey(items), this.rename);
+    this.skipped += row.skipped;
+    if (row.summary) out.push({ kind: 'finished' });
+    let any = false;
+    for (const _ in row.values) {
+      any = true;
+      break;
+    }
     if (!any) return;
-    const rec: MetricRecord = { kind: 'metrics', step: row.step, values };
+    const rec: MetricRecord = { kind: 'metrics', step: row.step, values: row.values };
     if (row.time !== null) rec.time = row.time;
     out.push(rec);
   }
 
   /** The step metric of a row: the one declared for a key it holds, else the glob's, else `_step`. */
   private stepKey(items: readonly WandbItem[]): string | null {
+    if (this.declared === 0) return this.stepOfAll;
     for (const { key } of items) {
       const s = this.stepOf[key];
       if (s !== undefined) return s;
@@ -418,6 +572,7 @@ export class WandbParser implements RecordParser {
   restore(state: unknown): void {
     const s = (state ?? {}) as { stepOf?: Record<string, string>; stepOfAll?: string | null };
     if (s.stepOf !== undefined && typeof s.stepOf === 'object') this.stepOf = { ...s.stepOf };
+    this.declared = Object.keys(this.stepOf).length;
     if (typeof s.stepOfAll === 'string') this.stepOfAll = s.stepOfAll;
   }
 }
