@@ -22,7 +22,7 @@ describe('binary files named like logs', () => {
     assert.match(binaryReason(Buffer.from(':W&B\xbe\xe1\x00', 'latin1'))!, /W&B run file/);
   });
 
-  test('a real W&B run file given as a file is read as one; the same bytes under a log\'s name are refused, saying what they are (before: read as text)', (t) => {
+  test("a real W&B run file given as a file is read as one; the same bytes under a log's name are refused, saying what they are (before: read as text)", (t) => {
     if (!existsSync(WANDB)) return t.skip(`${WANDB} is absent`);
     const dirs = readdirSync(WANDB, { withFileTypes: true }).filter((d) => d.isDirectory());
     const run = path.join(WANDB, dirs[0]!.name);
