@@ -4,10 +4,11 @@
  * the end of a live file, a bad CRC.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeWandbRecord, wandbRecords, wandbRow, type WandbRecord, type WandbRow } from '../src/parsers/wandb-log.js';
+import { placeWandbRuns } from '../src/sources/runs.js';
 import type { DaemonState } from '../src/daemon/state.js';
 import { analyzeJson } from './helpers/cli.js';
 import { DaemonProcess } from './helpers/daemon.js';
@@ -135,24 +136,43 @@ describe('W&B run files written by wandb 0.30.0', { skip: SKIP }, () => {
 });
 
 describe('W&B run files through analyze and watch', () => {
-  test("analyze the samples: each W&B run folder is a run of format wandb, latest-run and W&B's own files not read", { skip: SKIP }, () => {
-    const { doc } = analyzeJson([path.join(SAMPLES, 'barrag-official')]);
-    const got = doc.runs.map((r) => [r.format, r.rounds[0]!.steps, r.rollouts?.k, r.files.map((f) => path.basename(f.path))]);
-    assert.deepEqual(got, [
-      ['wandb', 60, 8, ['run-mbp5pqvm.wandb']],
-      ['wandb', 30, 5, ['run-apr4b14e.wandb']],
-      ['wandb', 60, 8, ['run-vj3falol.wandb']],
-      ['wandb', 30, 5, ['run-y8ksv8cb.wandb']],
-    ]);
-    const trl = analyzeJson([path.join(SAMPLES, 'trl-grpo')]).doc.runs[0]!.rounds[0]!;
-    assert.deepEqual([trl.steps, trl.first_step, trl.last_step], [40, 5, 200]);
-    assert.ok('reward' in trl.series && !('train/reward' in trl.series), 'the trainer prefix dropped');
-    const special = analyzeJson([path.join(SAMPLES, 'split-and-special')]);
-    assert.deepEqual(
-      special.doc.runs[0]!.findings.map((f) => [f.detector, f.step]),
-      [['nonfinite-reward', 30]],
-    );
-  });
+  test(
+    "analyze the samples: the official layout's four W&B runs are the rounds of one training, in start order; latest-run and W&B's own files not read",
+    { skip: SKIP },
+    () => {
+      const { doc } = analyzeJson([path.join(SAMPLES, 'barrag-official')]);
+      assert.deepEqual(
+        doc.runs.map((r) => [r.run, r.format]),
+        [[path.join(SAMPLES, 'barrag-official'), 'wandb']],
+      );
+      assert.deepEqual(
+        doc.runs[0]!.rounds.map((r) => [r.role, r.round, r.steps]),
+        [
+          ['selector', 1, 60],
+          ['generator', 1, 30],
+          ['selector', 2, 60],
+          ['generator', 2, 30],
+        ],
+      );
+      assert.deepEqual(doc.runs[0]!.files.map((f) => path.basename(f.path)).sort(), [
+        'run-apr4b14e.wandb',
+        'run-mbp5pqvm.wandb',
+        'run-vj3falol.wandb',
+        'run-y8ksv8cb.wandb',
+      ]);
+      // A run named with its round (`selector_round1`, project bar-rag-repro): that round.
+      const named = analyzeJson([path.join(SAMPLES, 'components')]).doc.runs[0]!;
+      assert.deepEqual([named.run, named.rounds[0]!.role, named.rounds[0]!.round], [path.join(SAMPLES, 'components'), 'selector', 1]);
+      const trl = analyzeJson([path.join(SAMPLES, 'trl-grpo')]).doc.runs[0]!.rounds[0]!;
+      assert.deepEqual([trl.steps, trl.first_step, trl.last_step], [40, 5, 200]);
+      assert.ok('reward' in trl.series && !('train/reward' in trl.series), 'the trainer prefix dropped');
+      const special = analyzeJson([path.join(SAMPLES, 'split-and-special')]);
+      assert.deepEqual(
+        special.doc.runs[0]!.findings.map((f) => [f.detector, f.step]),
+        [['nonfinite-reward', 30]],
+      );
+    },
+  );
 
   test('watch: a run file growing in whole 32 KiB blocks is read as it grows, its collapse found, its exit the finish; a restart reads no row twice', async () => {
     const dir = tempDir();
@@ -228,5 +248,75 @@ describe('W&B run files through analyze and watch', () => {
     const { doc } = analyzeJson([path.join(dir, 'r')]);
     assert.equal(doc.runs[0]!.rounds[0]!.steps, 59);
     assert.equal(doc.runs[0]!.files[0]!.malformed, 1);
+  });
+
+  test('placeWandbRuns: role from project or name, round from the name or the start order; a run that names no role stays its own', () => {
+    const c = (folder: string, project: string, name: string, start: number | null) => ({
+      file: `/t/wandb/${folder}/run-x.wandb`,
+      place: { run: `/t/wandb/${folder}`, role: 'unknown' as const, round: null },
+      head: { project, name, start },
+    });
+    const placed = placeWandbRuns([
+      c('run-20261201_100500-b', 'verl-generator-training', 'generator-training', 2000),
+      c('run-20261201_100000-a', 'verl-selector-training', 'selector-training', 1000),
+      c('run-20261201_101000-c', 'verl-selector-training', 'selector-training', 3000),
+      c('run-20261201_101500-d', 'my-project', 'baseline', 4000),
+      { ...c('run-20261201_102000-e', '', '', null), head: null },
+    ]);
+    assert.deepEqual(
+      [...placed.values()].map((p) => [p.run, p.role, p.round]),
+      [
+        ['/t', 'generator', 1],
+        ['/t', 'selector', 1],
+        ['/t', 'selector', 2],
+        ['/t/wandb/run-20261201_101500-d', 'unknown', null],
+        ['/t/wandb/run-20261201_102000-e', 'unknown', null],
+      ],
+    );
+  });
+
+  test("watch: BAR-RAG's scripts run live: each new W&B run becomes the next round of the training, placed once its first block holds the run record", async () => {
+    const dir = tempDir();
+    const root = path.join(dir, 'bar-rag');
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
+    );
+    const t0 = 1_790_000_000;
+    const invocation = (role: 'selector' | 'generator', folder: string, start: number, steps: number): WandbWriter => {
+      const w = new WandbWriter(path.join(root, 'wandb', folder, `run-${folder.slice(-5)}.wandb`));
+      w.append(
+        runRecord({ project: `verl-${role}-training`, name: `${role}-training`, id: folder.slice(-5), start: start * 1000, config: {} }),
+      );
+      for (let s = 1; s <= steps; s++)
+        w.append(historyRecord(s, { 'critic/score/mean': 0.4 + s / 500, padding: 'x'.repeat(1500) }, start + s));
+      return w;
+    };
+    mkdirSync(root, { recursive: true });
+    const d = new DaemonProcess([root, '--config', cfg]);
+    await d.waitFor((l) => l.msg === 'watching');
+    const sel = invocation('selector', 'run-20261201_100000-sel01', t0, 60);
+    await d.waitFor((l) => l.msg.includes('is selector round 1 of'));
+    sel.append(exitRecord(0));
+    sel.finish();
+    const gen = invocation('generator', 'run-20261201_101000-gen01', t0 + 600, 40);
+    await d.waitFor((l) => l.msg.includes('is generator round 1 of'));
+    gen.append(exitRecord(0));
+    gen.finish();
+    await d.waitFor((l) => l.msg.startsWith('status:') && (l['lines'] as number) >= 60 + 40 + 4);
+    assert.equal(await d.stop(), 0);
+    const state = JSON.parse(readFileSync(path.join(dir, 'state', 'state.json'), 'utf8')) as DaemonState;
+    assert.deepEqual(
+      state.runs.map((r) => r.id),
+      [root],
+    );
+    assert.deepEqual(
+      state.runs[0]!.rounds.map((r) => [r.role, r.round, r.series['critic/score/mean']!.summary.n]),
+      [
+        ['selector', 1, 60],
+        ['generator', 1, 40],
+      ],
+    );
   });
 });

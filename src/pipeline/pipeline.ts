@@ -27,7 +27,17 @@ import type { DetectContext } from '../detectors/types.js';
 import { FailureReport } from '../util/failures.js';
 import path from 'node:path';
 import { firstRecords } from '../sources/record-tailer.js';
-import { mayBeOneOfSeveral, openingOf, ownRun, placeRuns, type Opening } from '../sources/runs.js';
+import {
+  mayBeOneOfSeveral,
+  openingOf,
+  ownRun,
+  placeRuns,
+  placeWandbRuns,
+  wandbRoot,
+  type Opening,
+  type WandbHead,
+} from '../sources/runs.js';
+import { decodeWandbRecord, WANDB_FRAMING } from '../parsers/wandb-log.js';
 import { breathe } from '../util/breathe.js';
 
 /** Series names listed in a 'discovered series' log entry (a verl step line has ~70). */
@@ -105,6 +115,8 @@ export interface Totals {
 export class Pipeline {
   readonly registry: RunRegistry;
   readonly sources = new Map<string, FileSource>();
+  /** W&B run files' run records, once read (sources/runs.ts placeWandbRuns). */
+  private readonly wandbHeads = new Map<string, WandbHead>();
   private readonly saved: ReadState['files'];
   /** Problems already logged, by `file|kind`: each is logged once, then only counted. */
   private readonly reported = new FailureReport();
@@ -156,6 +168,8 @@ export class Pipeline {
     this.byPath.set(file, place);
     // A log found to be a run of its own before stays one (its first lines do not change).
     const saved = this.saved[file];
+    // A W&B run placed by its run record before (a round of the official layout) stays there.
+    if (saved !== undefined && kind === 'wandb' && saved.kind === 'wandb') return this.trackAt(file, kind, saved.place);
     const own = ownRun({ file, place });
     return this.trackAt(file, kind, saved !== undefined && saved.place.run === own.run && mayBeOneOfSeveral(kind, place) ? own : place);
   }
@@ -376,6 +390,51 @@ export class Pipeline {
     for (const s of again) if (s.file !== file) await this.drain(s.file);
   }
 
+  /**
+   * Before a W&B run file gives its first record: its place by its run record (sources/runs.ts
+   * placeWandbRuns), together with the other runs of its `wandb/` folder. A live run's file holds
+   * nothing until its first 32 KiB block is written, and that block starts with the run record:
+   * until then the file is looked at again at each read.
+   */
+  private async settleWandb(src: FileSource): Promise<void> {
+    const root = wandbRoot(src.file);
+    if (root === null) return;
+    const here = [...this.sources.values()].filter((s) => s.kind === 'wandb' && wandbRoot(s.file) === root);
+    const candidates = [];
+    for (const s of here) candidates.push({ file: s.file, place: s.place, head: await this.wandbHead(s.file) });
+    const placed = placeWandbRuns(candidates);
+    for (const s of here) {
+      const p = placed.get(s.file)!;
+      if (s.counters.records > 0 || (p.run === s.place.run && p.role === s.place.role && p.round === s.place.round)) continue;
+      await this.drop(s);
+      delete this.saved[s.file];
+      this.trackAt(s.file, s.kind, p);
+      this.opts.log.info(
+        { file: s.file, run: p.run, role: p.role, round: p.round },
+        `W&B run ${path.basename(path.dirname(s.file))} is ${p.role} round ${p.round} of ${p.run}`,
+      );
+    }
+  }
+
+  /** The run record of a W&B run file, from its first 64 KiB; null until it is written. */
+  private async wandbHead(file: string): Promise<WandbHead | null> {
+    const known = this.wandbHeads.get(file);
+    if (known !== undefined) return known;
+    for (const rec of await firstRecords(file, WANDB_FRAMING)) {
+      let r;
+      try {
+        r = decodeWandbRecord(rec);
+      } catch {
+        continue;
+      }
+      if (r.kind !== 'run') continue;
+      const head = { project: r.project, name: r.name, start: r.startTime };
+      this.wandbHeads.set(file, head);
+      return head;
+    }
+    return null;
+  }
+
   private pathOf(src: FileSource): FilePlace {
     return this.byPath.get(src.file) ?? src.place;
   }
@@ -420,6 +479,7 @@ export class Pipeline {
   private async readRound(file: string, hold: boolean): Promise<ReadOutcome> {
     const before = this.sources.get(file);
     if (before !== undefined && !this.opened.has(before)) await this.settleRuns(file);
+    if (before !== undefined && before.kind === 'wandb' && before.counters.records === 0) await this.settleWandb(before);
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
     // Opened first: that finds the round's other files on disk, so they are merged from the start.

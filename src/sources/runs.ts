@@ -150,3 +150,59 @@ export function placeRuns(candidates: readonly Candidate[]): Map<string, FilePla
   }
   return out;
 }
+
+/** What a W&B run file says of itself in its run record: enough to place it. */
+export interface WandbHead {
+  project: string;
+  name: string;
+  /** Start time, epoch ms (null when the record has none). */
+  start: number | null;
+}
+
+/** The training folder of a W&B run file (`<root>/wandb/<run folder>/run-<id>.wandb`), or null. */
+export function wandbRoot(file: string): string | null {
+  const wandb = path.dirname(path.dirname(file));
+  return path.basename(wandb) === 'wandb' ? path.dirname(wandb) : null;
+}
+
+const NAMED_ROUND = /round[_-]?(\d+)/i;
+
+/**
+ * The official BAR-RAG layout: one W&B run per invocation of `selector_training.sh` or
+ * `generator_training.sh`, each a round of one training, whose project or name says the role
+ * (`verl-selector-training`, `selector_round2`). Such a run file goes to the training folder
+ * above `wandb/`, with its role and its round: the one its name carries, else its place among
+ * that role's runs by start time (then by folder, which starts with the time). A W&B run that
+ * names no role stays a run of its own, named by its folder. `heads`: the run records known
+ * (null: not written yet).
+ */
+export function placeWandbRuns(candidates: readonly { file: string; place: FilePlace; head: WandbHead | null }[]): Map<string, FilePlace> {
+  const out = new Map<string, FilePlace>();
+  const roleOf = (h: WandbHead): 'selector' | 'generator' | null => {
+    const text = `${h.project} ${h.name}`;
+    return /selector/i.test(text) ? 'selector' : /generator/i.test(text) ? 'generator' : null;
+  };
+  const byRole = new Map<string, { file: string; start: number; folder: string }[]>();
+  for (const c of candidates) {
+    const root = wandbRoot(c.file);
+    const role = c.head === null ? null : roleOf(c.head);
+    if (root === null || role === null) continue;
+    const list = byRole.get(role) ?? [];
+    list.push({ file: c.file, start: c.head!.start ?? Infinity, folder: path.basename(path.dirname(c.file)).replace(/^offline-/, '') });
+    byRole.set(role, list);
+  }
+  for (const [role, list] of byRole) {
+    list.sort((a, b) => a.start - b.start || (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
+    list.forEach((x, i) => {
+      const c = candidates.find((k) => k.file === x.file)!;
+      const named = NAMED_ROUND.exec(c.head!.name);
+      out.set(x.file, {
+        run: wandbRoot(x.file)!,
+        role: role as 'selector' | 'generator',
+        round: named !== null ? Number(named[1]) : i + 1,
+      });
+    });
+  }
+  for (const c of candidates) if (!out.has(c.file)) out.set(c.file, c.place);
+  return out;
+}
