@@ -134,43 +134,28 @@ export const WANDB_FRAMING: Framing = {
 /** A protobuf message's fields: numbers for varints and fixed ones, bytes for length-delimited ones. */
 type Field = { no: number; wire: 0 | 1 | 5; num: number } | { no: number; wire: 2; bytes: Uint8Array };
 
+/** The fields of a message, in order (the cold path: records other than history rows). */
 function* fields(b: Uint8Array): Generator<Field> {
-  let i = 0;
-  const varint = (): number => {
-    let v = 0;
-    let mul = 1;
-    for (;;) {
-      if (i >= b.length) throw new RangeError('protobuf: varint past the end');
-      const byte = b[i++]!;
-      v += (byte & 0x7f) * mul;
-      if (byte < 0x80) return v;
-      mul *= 128;
-    }
-  };
-  while (i < b.length) {
-    const tag = varint();
+  const at = [0];
+  while (at[0]! < b.length) {
+    const tag = varintAt(b, at);
     const no = Math.floor(tag / 8);
     const wire = tag & 7;
-    if (wire === 0) yield { no, wire, num: varint() };
+    const start = at[0]!;
+    if (wire === 0) yield { no, wire, num: varintAt(b, at) };
     else if (wire === 2) {
-      const len = varint();
-      if (i + len > b.length) throw new RangeError('protobuf: field past the end');
-      yield { no, wire, bytes: b.subarray(i, i + len) };
-      i += len;
-    } else if (wire === 1) {
-      if (i + 8 > b.length) throw new RangeError('protobuf: field past the end');
-      yield { no, wire, num: new DataView(b.buffer, b.byteOffset + i, 8).getFloat64(0, true) };
-      i += 8;
-    } else if (wire === 5) {
-      if (i + 4 > b.length) throw new RangeError('protobuf: field past the end');
-      yield { no, wire, num: new DataView(b.buffer, b.byteOffset + i, 4).getFloat32(0, true) };
-      i += 4;
-    } else throw new RangeError(`protobuf: wire type ${wire}`);
+      const end = lengthEnd(b, at, b.length);
+      yield { no, wire, bytes: b.subarray(at[0], end) };
+      at[0] = end;
+    } else {
+      skipValue(b, at, wire, b.length);
+      const view = new DataView(b.buffer, b.byteOffset + start, at[0]! - start);
+      yield wire === 1 ? { no, wire, num: view.getFloat64(0, true) } : { no, wire: 5, num: view.getFloat32(0, true) };
+    }
   }
 }
 
-const utf8 = new TextDecoder();
-const text = (f: Field): string => (f.wire === 2 ? utf8.decode(f.bytes) : '');
+const text = (f: Field): string => (f.wire === 2 ? asText(f.bytes, 0, f.bytes.length) : '');
 
 /** One key of a history row or a config: its name (a nested key's parts joined by `/`) and its JSON text. */
 export interface WandbItem {
@@ -220,17 +205,17 @@ function skipValue(b: Uint8Array, at: number[], wire: number, end: number): void
   if (wire === 0) varintAt(b, at);
   else if (wire === 1) at[0]! += 8;
   else if (wire === 5) at[0]! += 4;
-  else if (wire === 2) {
-    const len = varintAt(b, at);
-    at[0] = at[0]! + len;
-  } else throw new RangeError(`protobuf: wire type ${wire}`);
+  else if (wire === 2) at[0] = lengthEnd(b, at, end);
+  else throw new RangeError(`protobuf: wire type ${wire}`);
   if (at[0]! > end) throw new RangeError('protobuf: field past the end');
 }
 
-/** A length-delimited value's length read at `at[0]`: returns where the value ends (`at[0]` is at its start). */
-function lengthEnd(b: Uint8Array, at: number[]): number {
+/** A length-delimited value's length read at `at[0]`: returns where the value ends (`at[0]` is at its start), at most `limit`. */
+function lengthEnd(b: Uint8Array, at: number[], limit: number): number {
   const len = varintAt(b, at);
-  return at[0]! + len;
+  const end = at[0]! + len;
+  if (end > limit) throw new RangeError('protobuf: field past the end');
+  return end;
 }
 
 interface Sliceable {
@@ -280,8 +265,7 @@ export function decodeHistoryRow(b: Uint8Array, keys?: KeyCache): { step: number
       skipValue(b, at, wire, b.length);
       continue;
     }
-    const hEnd = lengthEnd(b, at);
-    if (hEnd > b.length) throw new RangeError('protobuf: field past the end');
+    const hEnd = lengthEnd(b, at, b.length);
     const items: WandbItem[] = [];
     let step: number | null = null;
     while (at[0]! < hEnd) {
@@ -290,8 +274,7 @@ export function decodeHistoryRow(b: Uint8Array, keys?: KeyCache): { step: number
         skipValue(b, at, t & 7, hEnd);
         continue;
       }
-      const end = lengthEnd(b, at);
-      if (end > hEnd) throw new RangeError('protobuf: field past the end');
+      const end = lengthEnd(b, at, hEnd);
       if (t >>> 3 === 1) {
         let key = '';
         let nested: string | null = null;
@@ -302,8 +285,7 @@ export function decodeHistoryRow(b: Uint8Array, keys?: KeyCache): { step: number
             skipValue(b, at, ft & 7, end);
             continue;
           }
-          const fEnd = lengthEnd(b, at);
-          if (fEnd > end) throw new RangeError('protobuf: field past the end');
+          const fEnd = lengthEnd(b, at, end);
           const no = ft >>> 3;
           if (no === 1) key = keys === undefined ? asText(b, at[0]!, fEnd) : keys.key(items.length, b, at[0]!, fEnd);
           else if (no === 2) nested = nested === null ? asText(b, at[0]!, fEnd) : `${nested}/${asText(b, at[0]!, fEnd)}`;
@@ -332,15 +314,6 @@ export function decodeWandbRecord(b: Uint8Array, keys?: KeyCache): WandbRecord {
   for (const f of fields(b)) {
     if (f.wire !== 2) continue;
     switch (f.no) {
-      case 2: {
-        const items: WandbItem[] = [];
-        let step: number | null = null;
-        for (const h of fields(f.bytes)) {
-          if (h.no === 1 && h.wire === 2) items.push(item(h.bytes));
-          else if (h.no === 2 && h.wire === 2) for (const s of fields(h.bytes)) if (s.no === 1 && s.wire === 0) step = s.num;
-        }
-        return { kind: 'history', step, items };
-      }
       case 17: {
         const run = { kind: 'run' as const, project: '', name: '', runId: '', startTime: null as number | null, config: [] as WandbItem[] };
         for (const r of fields(f.bytes)) {

@@ -384,21 +384,30 @@ export class Curve {
 
   /** Count, mean, spread, least and greatest of every value in the curve, as one RunningStats. */
   total(): { n: number; mean: number; m2: number; min: number | null; max: number | null } {
-    let n = 0;
-    let mean = 0;
-    let m2 = 0;
+    const { n, mean, m2 } = this.combined(0, this.buckets.length - 1);
     let min: number | null = Infinity;
     let max: number | null = -Infinity;
     for (const b of this.buckets) {
+      min = b.min === undefined || min === null ? null : Math.min(min, b.min);
+      max = b.max === undefined || max === null ? null : Math.max(max, b.max);
+    }
+    return { n, mean, m2, min: n === 0 ? null : min, max: n === 0 ? null : max };
+  }
+
+  /** Count, mean and sum of squared deviations of buckets `from`..`to`, combined exactly (Chan et al.). */
+  private combined(from: number, to: number): { n: number; mean: number; m2: number } {
+    let n = 0;
+    let mean = 0;
+    let m2 = 0;
+    for (let j = from; j <= to; j++) {
+      const b = this.buckets[j]!;
       const total = n + b.n;
       const d = b.mean - mean;
       mean += (d * b.n) / total;
       m2 += (b.m2 ?? 0) + (d * d * n * b.n) / total;
       n = total;
-      min = b.min === undefined || min === null ? null : Math.min(min, b.min);
-      max = b.max === undefined || max === null ? null : Math.max(max, b.max);
     }
-    return { n, mean, m2, min: n === 0 ? null : min, max: n === 0 ? null : max };
+    return { n, mean, m2 };
   }
 
   private halve(): void {
@@ -430,19 +439,9 @@ export class Curve {
     const mean: number[] = [];
     const sd: number[] = [];
     for (let i = 0; i < this.buckets.length; i++) {
-      let n = 0;
-      let m = 0;
-      let m2 = 0;
-      for (let j = Math.max(0, i - width + 1); j <= i; j++) {
-        const b = this.buckets[j]!;
-        const total = n + b.n;
-        const d = b.mean - m;
-        m += (d * b.n) / total;
-        m2 += (b.m2 ?? 0) + (d * d * n * b.n) / total;
-        n = total;
-      }
-      mean.push(m);
-      sd.push(n > 1 ? Math.sqrt(m2 / (n - 1)) : 0);
+      const c = this.combined(Math.max(0, i - width + 1), i);
+      mean.push(c.mean);
+      sd.push(c.n > 1 ? Math.sqrt(c.m2 / (c.n - 1)) : 0);
     }
     return { mean, sd };
   }
