@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { parsePythonLiteral } from '../src/parsers/pydict.js';
 import { analyzeJson, barwatch } from './helpers/cli.js';
-import { DaemonProcess } from './helpers/daemon.js';
+import { DaemonProcess, quickWatchConfig } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { grpoWrites, type GrpoScenarioName } from './helpers/grpo-scenarios.js';
 
@@ -182,11 +182,7 @@ describe('null values in a verl JSONL', () => {
     mkdirSync(run, { recursive: true });
     const file = path.join(run, 'train_metrics.jsonl');
     writeFileSync(file, verlLine(1, 0.5, 0.01));
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(
-      cfg,
-      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
-    );
+    const cfg = quickWatchConfig(dir);
     const warned: string[] = [];
     const watchOnce = async (from: number, to: number): Promise<void> => {
       const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);

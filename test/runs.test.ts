@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import type { DaemonState } from '../src/daemon/state.js';
 import { placeRuns, type Candidate } from '../src/sources/runs.js';
 import { analyzeJson, barwatch } from './helpers/cli.js';
-import { DaemonProcess } from './helpers/daemon.js';
+import { DaemonProcess, quickWatchConfig } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { grpoWrites, type GrpoScenarioName } from './helpers/grpo-scenarios.js';
 
@@ -147,11 +147,7 @@ describe('resumed runs: a step written again counts once, the newest value', () 
     mkdirSync(run, { recursive: true });
     const file = path.join(run, 'train_metrics.jsonl');
     writeFileSync(file, verlJsonl(1, 279, before));
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(
-      cfg,
-      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
-    );
+    const cfg = quickWatchConfig(dir);
     const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
     await d.waitFor((l) => l.msg.startsWith('status:') && (l['records'] as number) >= 279);
     // verl opens the file with "wb": the restart empties it, then the resumed run appends from step 251.
@@ -238,11 +234,7 @@ describe('what a run is: analyze and watch', () => {
     const sweep = path.join(dir, 'runs', 'sweep');
     mkdirSync(sweep, { recursive: true });
     writeFileSync(path.join(sweep, 'seed1.log'), logOf('grpo-healthy', 1));
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(
-      cfg,
-      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
-    );
+    const cfg = quickWatchConfig(dir);
     const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
     await d.waitFor((l) => l.msg === 'watching');
     await d.waitFor((l) => l.msg.startsWith('status:') && (l['records'] as number) > 0);

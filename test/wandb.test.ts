@@ -11,7 +11,7 @@ import { decodeWandbRecord, wandbRecords, wandbRow, type WandbRecord, type Wandb
 import { placeWandbRuns } from '../src/sources/runs.js';
 import type { DaemonState } from '../src/daemon/state.js';
 import { analyzeJson } from './helpers/cli.js';
-import { DaemonProcess } from './helpers/daemon.js';
+import { DaemonProcess, quickWatchConfig } from './helpers/daemon.js';
 import { REAL_LOGS, tempDir } from './helpers/fs.js';
 import { exitRecord, historyRecord, runRecord, WandbWriter } from './helpers/wandb-writer.js';
 
@@ -202,11 +202,7 @@ describe('W&B run files through analyze and watch', () => {
         t0 + s * 10,
       );
     for (let s = 1; s <= 100; s++) w.append(row(s));
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(
-      cfg,
-      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
-    );
+    const cfg = quickWatchConfig(dir);
     const d = new DaemonProcess([root, '--config', cfg]);
     await d.waitFor((l) => l.msg === 'watching');
     const onDisk = (): number => Math.floor(statSync(file).size / 1024);
@@ -278,11 +274,7 @@ describe('W&B run files through analyze and watch', () => {
   test("watch: BAR-RAG's scripts run live: each new W&B run becomes the next round of the training, placed once its first block holds the run record", async () => {
     const dir = tempDir();
     const root = path.join(dir, 'bar-rag');
-    const cfg = path.join(dir, 'c.yaml');
-    writeFileSync(
-      cfg,
-      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
-    );
+    const cfg = quickWatchConfig(dir);
     const t0 = 1_790_000_000;
     const invocation = (role: 'selector' | 'generator', folder: string, start: number, steps: number): WandbWriter => {
       const w = new WandbWriter(path.join(root, 'wandb', folder, `run-${folder.slice(-5)}.wandb`));

@@ -48,6 +48,8 @@ export function shareFacts(run: RunState, p: ShareParams): ShareFacts | null {
   const recommendation =
     s !== null
       ? describeSuggestion(s, current)
-      : `No easy/unsolvable pair reaches a ${pct(p.band_low)}-${pct(p.band_high)} boundary share on this run's pre-filter accuracies; check the filter code and the accuracy it computes.`;
+      : f.preN === 0
+        ? `Only the kept questions' accuracies are known (the filter's output lists the kept samples): to have thresholds computed from this run's data, keep every question's mean accuracy with the filter's output (or log \`[filter] id=... acc=... kept=...\` lines); meanwhile check that the thresholds keep the boundary zone whole (mean_min below 0.4, mean_max above 0.6).`
+        : `No easy/unsolvable pair reaches a ${pct(p.band_low)}-${pct(p.band_high)} boundary share on this run's pre-filter accuracies; check the filter code and the accuracy it computes.`;
   return { pre, post, preN: f.preN, postN: f.postN, evidence, recommendation };
 }

@@ -15,9 +15,11 @@ const NAMES: Record<string, string> = { fmt: 'format', reward: 'reward', max_f1:
 export class BarragGeneratorDebugParser implements LineParser {
   readonly kind = 'lines';
   private readonly buckets: SampleBuckets;
+  private readonly byTime: boolean;
 
   constructor(opts: ParserOptions) {
     this.buckets = new SampleBuckets(opts.debugSamplesPerStep, opts.debugStepGapMs);
+    this.byTime = opts.samplesByTime === true;
   }
 
   format(): FormatId {
@@ -33,6 +35,7 @@ export class BarragGeneratorDebugParser implements LineParser {
       if (name !== undefined) sample[name] = v;
     }
     if (sample['reward'] === undefined) return { error: 'generator debug line without reward' };
+    if (this.byTime && time !== undefined) return [{ kind: 'sample', values: sample, time }];
     const closed = this.buckets.add(sample, time ?? null);
     return closed === null ? NOTHING : [closed];
   }
@@ -58,4 +61,5 @@ export const barragGeneratorDebugInput = defineInput({
   create: (opts) => new BarragGeneratorDebugParser(opts),
   role: 'generator',
   idleFlush: true,
+  samples: true,
 });

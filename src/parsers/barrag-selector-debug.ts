@@ -2,7 +2,8 @@
  * BAR-RAG's selector reward debug log (`debug_logs/selector_reward_debug_*.log`, written by
  * verl/utils/reward_score/selector.py): one block between `=====` rules per sampled evidence set,
  * with `num_correct=a/K accuracy=p`, `unc_reward` (the boundary reward), `rel_reward`,
- * `format_bonus`, `count_penalty` and `>>> FINAL REWARD: x <<<`. Samples are grouped into steps.
+ * `format_bonus`, `count_penalty` and `>>> FINAL REWARD: x <<<`. Samples are grouped into steps
+ * (buckets.ts), or given with their times to be matched to the trainer's steps (SampleRecord).
  */
 import { SampleBuckets, type BucketState } from './buckets.js';
 import { cleanLine } from './text.js';
@@ -45,9 +46,11 @@ export class BarragSelectorDebugParser implements LineParser {
   private sample: Sample = { values: {}, time: null, open: false };
   private k: number | null = null;
   private settings: RunSettings = {};
+  private readonly byTime: boolean;
 
   constructor(opts: ParserOptions) {
     this.buckets = new SampleBuckets(opts.debugSamplesPerStep, opts.debugStepGapMs, true);
+    this.byTime = opts.samplesByTime === true;
   }
 
   format(): FormatId {
@@ -115,6 +118,7 @@ export class BarragSelectorDebugParser implements LineParser {
     const s = this.sample;
     this.sample = { values: {}, time: null, open: false };
     if (!s.open || Object.keys(s.values).length === 0) return NOTHING;
+    if (this.byTime && s.time !== null) return [{ kind: 'sample', values: s.values, time: s.time }];
     const closed = this.buckets.add(s.values, s.time);
     return closed === null ? NOTHING : [closed];
   }
@@ -145,4 +149,5 @@ export const barragSelectorDebugInput = defineInput({
   create: (opts) => new BarragSelectorDebugParser(opts),
   role: 'selector',
   idleFlush: true,
+  samples: true,
 });

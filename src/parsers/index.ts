@@ -3,6 +3,7 @@
  * InputFormat, and one line here. Earlier entries win when a name fits several.
  */
 import path from 'node:path';
+import { barragFilteredIdsInput, barragFilteredInput } from './barrag-filter.js';
 import { barragGeneratorDebugInput } from './barrag-generator-debug.js';
 import { barragSelectorDebugInput } from './barrag-selector-debug.js';
 import { jsonlInput } from './reward-history.js';
@@ -23,6 +24,8 @@ export const INPUTS = [
   metricsCsvInput,
   barragSelectorDebugInput,
   barragGeneratorDebugInput,
+  barragFilteredInput,
+  barragFilteredIdsInput,
   runConfigInput,
   jsonlInput,
   textInput,

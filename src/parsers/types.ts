@@ -17,6 +17,7 @@ export const FORMAT_IDS = [
   'wandb',
   'barrag-selector-debug',
   'barrag-generator-debug',
+  'barrag-filter',
   'verl-console',
   'trl-console',
   'openrlhf',
@@ -47,13 +48,15 @@ export interface FilterQuestion {
   id: string | null;
   acc: number;
   kept: boolean | null;
+  /** Known only as a kept question (a list of the kept samples): not in the histogram before the filter. */
+  keptOnly?: true;
 }
 
-/** `[filter] before=12000 after=7300` */
+/** `[filter] before=12000 after=7300`; null where the source does not say (a list of the kept samples only). */
 export interface FilterSummary {
   kind: 'filter-summary';
-  before: number;
-  after: number;
+  before: number | null;
+  after: number | null;
 }
 
 /** A number of generator rollouts per evidence set (K) announced by a log line. */
@@ -108,8 +111,20 @@ export interface PlanRecord {
   source: 'stated' | 'bar';
 }
 
+/**
+ * One sample of a per-sample log (a BAR-RAG debug block) whose step is the trainer's: the step
+ * logged next after its time (runs/debug-steps.ts). Emitted instead of grouped steps where the run
+ * also has a log whose rows carry the trainer's time (ParserOptions.samplesByTime).
+ */
+export interface SampleRecord {
+  kind: 'sample';
+  values: Record<string, number>;
+  /** The time the block carried, epoch ms as written (the trainer's local clock, read as UTC). */
+  time: number;
+}
+
 export type ParsedRecord =
-  MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord | FinishedRecord | FatalRecord | PlanRecord;
+  MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord | FinishedRecord | FatalRecord | PlanRecord | SampleRecord;
 
 /** A line that should have been a record and could not be read. Counted per file and skipped. */
 export interface Malformed {
@@ -196,6 +211,13 @@ export interface InputFormat<Id extends string = string> {
   /** Its records span lines and end when the writer pauses (Parser.flush after parser.debug_step_gap). */
   idleFlush?: boolean;
   /**
+   * Its records are samples (one debug block each) grouped into steps: by time, where its run has
+   * a `wandb/` folder (ParserOptions.samplesByTime), else by count or by a pause in writing.
+   */
+  samples?: true;
+  /** Its rows are whole steps with the trainer's time (W&B's `_timestamp`): samples written before a row are of its step. */
+  stepClock?: true;
+  /**
    * A file of it holds a whole training's log (a console log, a metrics JSONL), so files of it
    * side by side in one folder may be separate runs: a sweep's logs, each from its first step
    * (sources/runs.ts).
@@ -234,6 +256,11 @@ export interface ParserOptions {
   debugSamplesPerStep: number;
   /** BAR-RAG debug logs: a pause longer than this (ms) between samples starts a new step. */
   debugStepGapMs: number;
+  /**
+   * Per-sample logs give their samples with their times (SampleRecord) instead of grouping them
+   * into steps: set per file where its run has a log of timed steps (a `wandb/` folder).
+   */
+  samplesByTime?: boolean;
 }
 
 /**

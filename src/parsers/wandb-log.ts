@@ -559,4 +559,5 @@ export const wandbInput = defineInput({
   create: (opts) => new WandbParser(opts),
   framing: WANDB_FRAMING,
   wholeRun: false,
+  stepClock: true,
 });

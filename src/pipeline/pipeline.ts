@@ -39,6 +39,16 @@ import {
 } from '../sources/runs.js';
 import { decodeWandbRecord, WANDB_FRAMING } from '../parsers/wandb-log.js';
 import { breathe } from '../util/breathe.js';
+import { inputOf } from '../parsers/index.js';
+import { existsSync } from 'node:fs';
+
+/**
+ * Whether a run folder holds a log of the trainer's steps with their times (W&B's `wandb/`), so
+ * the samples of its debug logs are matched to those steps by time (runs/debug-steps.ts).
+ */
+function timedSteps(run: string): boolean {
+  return existsSync(path.join(run, 'wandb'));
+}
 
 /** Series names listed in a 'discovered series' log entry (a verl step line has ~70). */
 const SERIES_LOGGED = 12;
@@ -177,7 +187,9 @@ export class Pipeline {
   private trackAt(file: string, kind: FileKind, place: FilePlace): FileSource {
     const saved = this.saved[file];
     const usable = saved !== undefined && saved.kind === kind && saved.place.run === place.run ? saved : null;
-    const src = openSource(file, kind, place, { parser: this.opts.parser, tail: this.opts.tail, problem: (p) => this.problem(p) }, usable);
+    const parser =
+      inputOf(kind).samples === true && timedSteps(place.run) ? { ...this.opts.parser, samplesByTime: true } : this.opts.parser;
+    const src = openSource(file, kind, place, { parser, tail: this.opts.tail, problem: (p) => this.problem(p) }, usable);
     // A path deleted and recreated keeps counting from where it was: counters never go down.
     const before = this.retired.get(file);
     if (before !== undefined && usable === null) {
@@ -220,7 +232,14 @@ export class Pipeline {
     // The files of a stream (a TensorBoard writer's folder: a restart starts a new file) own their
     // series together, so the newer file's values are not taken for a second file logging them.
     const source = src.input.stream !== undefined ? path.dirname(src.file) : src.file;
-    const ctx = { role: src.place.role, round: src.place.round, format, file: source };
+    const ctx = { role: src.place.role, round: src.place.round, format, file: source, clock: src.input.stepClock === true };
+    if (src.input.samples === true && src.parser.kind === 'lines' && records.some((r) => r.kind === 'metrics')) {
+      const p = this.opts.parser;
+      run.debug.groupedBy(
+        src.place.role,
+        p.debugSamplesPerStep > 0 ? { by: 'count', samples: p.debugSamplesPerStep } : { by: 'pause', ms: p.debugStepGapMs },
+      );
+    }
     const engine = this.opts.engine;
     for (const rec of records) {
       if (rec.kind === 'metrics' && rec.step !== null) src.lastStep = rec.step;
@@ -457,12 +476,23 @@ export class Pipeline {
     await src.close();
   }
 
-  /** Before a file's first read: the rounds before it are read, and its restarted event files ordered. */
+  /**
+   * Before a file's first read: the rounds before it are read, its restarted event files ordered,
+   * and for a log of timed steps (W&B) the debug logs of its role read first: their samples wait
+   * for the rows (runs/debug-steps.ts), as they do live, where the trainer writes a step's samples
+   * before its row.
+   */
   private async open(src: FileSource): Promise<void> {
     if (this.opened.has(src)) return;
     this.opened.add(src);
     await this.readEarlierRounds(src);
     if (src.input.stream !== undefined) await this.supersede(src);
+    if (src.input.stepClock === true) {
+      const samples = [...this.sources.values()].filter(
+        (s) => s.input.samples === true && s.place.run === src.place.run && s.place.role === src.place.role,
+      );
+      for (const s of samples) await this.drain(s.file);
+    }
   }
 
   /**

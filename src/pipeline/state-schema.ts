@@ -128,6 +128,28 @@ export const runSchema = z.looseObject({
       }),
     )
     .optional(),
+  debug: z
+    .looseObject({
+      byTime: z.record(
+        z.string(),
+        z.looseObject({
+          format: z.string(),
+          source: z.string(),
+          offset: numOrNull,
+          lastRow: numOrNull,
+          pending: z.array(
+            z.tuple([num, z.looseObject({ n: count, fields: z.record(z.string(), z.unknown()), boundaryHits: count, accN: count })]),
+          ),
+          samples: count,
+          steps: count,
+          rounds: z.array(num),
+          late: count,
+          merged: count,
+        }),
+      ),
+      grouped: z.record(z.string(), z.unknown()),
+    })
+    .optional(),
 });
 
 export const findingSchema = z.looseObject({

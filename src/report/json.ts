@@ -85,6 +85,7 @@ export function runJson(run: RunState, files: FileSource[], findings: Finding[])
     finished: run.finished,
     settings: run.settings,
     rollouts: run.rollouts,
+    ...(run.debug.empty ? {} : { debug_steps: run.debug.summary() }),
     filter: f.empty
       ? null
       : {

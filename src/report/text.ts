@@ -142,11 +142,21 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
   if (malformed) about.push(`${malformed} malformed line(s) skipped`);
   const f = run.filter;
   if (!f.empty) {
-    const counts = f.before !== null ? `, ${f.before} -> ${f.after} questions` : '';
-    about.push(`filter: boundary share ${pct(f.preShare)} before, ${pct(f.postShare)} after (${f.preN} questions read${counts})`);
+    const counts =
+      f.before !== null || f.after !== null
+        ? `, ${f.before ?? '?'} -> ${f.after ?? '?'} questions${f.before !== null && f.after !== null ? ` (${pct(f.after / f.before)} kept)` : ''}`
+        : '';
+    const read = f.preN > 0 ? `${f.preN} questions read` : `${f.postN} kept questions with an accuracy read`;
+    const s = run.settings;
+    const kept =
+      s.unsolvableThreshold !== undefined || s.easyThreshold !== undefined
+        ? `; kept ${s.unsolvableThreshold ?? '-'} < accuracy < ${s.easyThreshold ?? '-'}${s.varMin !== undefined ? `, variance >= ${s.varMin}` : ''}`
+        : '';
+    about.push(`filter: boundary share ${pct(f.preShare)} before, ${pct(f.postShare)} after (${read}${counts})${kept}`);
   }
   if (run.rollouts !== null || run.settings.rollouts !== undefined) about.push(`rollouts K = ${run.rollouts?.k ?? run.settings.rollouts}`);
   lines.push(`  ${about.join('; ')}`);
+  for (const d of run.debug.describe()) lines.push(`  ${d}`);
   lines.push(...renderRounds(run, o.detail));
   return lines.join('\n');
 }

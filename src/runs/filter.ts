@@ -51,6 +51,12 @@ export class FilterStats {
   addQuestion(q: FilterQuestion): void {
     const b = FilterStats.bin(q.acc);
     const boundary = isBoundary(q.acc);
+    if (q.keptOnly === true) {
+      this.post[b]!++;
+      this.postN++;
+      if (boundary) this.boundaryPost++;
+      return;
+    }
     this.pre[b]!++;
     this.preN++;
     const g = Math.round(q.acc * GRID);
@@ -65,9 +71,10 @@ export class FilterStats {
     }
   }
 
+  /** Counts of questions before and after; a source that gives one leaves the other as it was. */
   addSummary(s: FilterSummary): void {
-    this.before = s.before;
-    this.after = s.after;
+    this.before = s.before ?? this.before;
+    this.after = s.after ?? this.after;
   }
 
   /** Share of boundary questions before filtering (null without questions). */
@@ -80,7 +87,7 @@ export class FilterStats {
   }
 
   get empty(): boolean {
-    return this.preN === 0 && this.before === null;
+    return this.preN === 0 && this.postN === 0 && this.before === null && this.after === null;
   }
 
   /** Questions a filter keeping unsolvable < acc < easy would keep, and how many are boundary; thresholds on the grid. */

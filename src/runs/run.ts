@@ -1,5 +1,7 @@
 /** Everything barwatch knows about one run: its rounds, its filter, the settings it was run with. */
+import path from 'node:path';
 import { FORMAT_IDS, type FormatId, type ParsedRecord, type PlanRecord, type Role, type RunSettings } from '../parsers/types.js';
+import { DebugSteps, type DebugStepsJSON } from './debug-steps.js';
 import { FilterStats, type FilterJSON } from './filter.js';
 import { RoundState, roundKey, type RoundJSON } from './round.js';
 import type { StatsOptions } from './series.js';
@@ -11,6 +13,8 @@ export interface RecordContext {
   format: FormatId;
   /** The file the record came from. */
   file: string;
+  /** Its rows are whole steps logged with the trainer's time: debug samples written before one are of its step (debug-steps.ts). */
+  clock?: boolean;
 }
 
 /** What a record changed that is worth a log line. */
@@ -52,6 +56,7 @@ export interface RunJSON {
   finished?: boolean;
   crashes?: Crash[];
   plans?: Record<string, Plan>;
+  debug?: DebugStepsJSON;
 }
 
 export class RunState {
@@ -71,6 +76,8 @@ export class RunState {
   readonly crashes = new Map<string, Crash>();
   /** Per round key: how long the round was meant to train. */
   readonly plans = new Map<string, Plan>();
+  /** How its debug samples become steps, and those waiting for their step's row. */
+  debug = new DebugSteps();
 
   constructor(
     readonly id: string,
@@ -130,13 +137,24 @@ export class RunState {
         this.last = round;
         if (this.crashes.size > 0) this.crashes.delete(ctx.file);
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
-        const fresh = round.apply(rec, step, now, ctx.file, ctx.format);
+        let fresh = round.apply(rec, step, now, ctx.file, ctx.format);
+        // The debug samples written before this row are of its step.
+        const samples =
+          ctx.clock === true && ctx.round !== null && rec.time !== undefined ? this.debug.row(ctx.role, ctx.round, step, rec.time) : null;
+        if (samples !== null) {
+          this.formats[samples.format] = (this.formats[samples.format] ?? 0) + 1;
+          const more = round.apply(samples.record, step, now, samples.source, samples.format);
+          if (more.length > 0) fresh = [...fresh, ...more];
+        }
         if (!created && fresh.length === 0) return null;
         const d: Discovery = {};
         if (created) d.round = round;
         if (fresh.length > 0) d.series = fresh;
         return d;
       }
+      case 'sample':
+        this.debug.add(ctx.role, ctx.format, path.dirname(ctx.file), rec.values, rec.time);
+        return null;
       case 'filter-question':
         this.filter.addQuestion(rec);
         return null;
@@ -227,6 +245,7 @@ export class RunState {
       finished: this.finished,
       crashes: [...this.crashes.values()],
       plans: Object.fromEntries(this.plans),
+      ...(this.debug.empty ? {} : { debug: this.debug.toJSON() }),
     };
   }
 
@@ -258,6 +277,7 @@ export class RunState {
     run.finished = j.finished ?? false;
     for (const c of j.crashes ?? []) run.crashes.set(c.file, c);
     for (const [k, p] of Object.entries(j.plans ?? {})) run.plans.set(k, p);
+    run.debug = DebugSteps.from(j.debug);
     return run;
   }
 }

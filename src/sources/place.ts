@@ -34,6 +34,7 @@ const CONTAINERS = new Set([
   'configs',
   'logs',
   'debug_logs',
+  'filtered_data',
   'rewards',
   'tensorboard',
   'tensorboard_log',

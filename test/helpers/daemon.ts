@@ -1,5 +1,7 @@
 /** Runs `barwatch watch` as a real process and reads its JSON log lines. */
 import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after } from 'node:test';
 import { binFor, type User } from './users.js';
@@ -83,4 +85,14 @@ export class DaemonProcess {
     this.child.kill('SIGTERM');
     return this.exited;
   }
+}
+
+/** A config for a daemon under test: its state in `dir`/state, status and sweeps every few hundred ms, JSON logs. Returns its path. */
+export function quickWatchConfig(dir: string): string {
+  const cfg = path.join(dir, 'c.yaml');
+  writeFileSync(
+    cfg,
+    `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\n`,
+  );
+  return cfg;
 }
