@@ -7,13 +7,16 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeWandbRecord, wandbRecords, wandbRow, type WandbRecord, type WandbRow } from '../src/parsers/wandb-log.js';
 import { placeWandbRuns } from '../src/sources/runs.js';
+import { RunState, type RunJSON } from '../src/runs/run.js';
+import type { StatsOptions } from '../src/runs/series.js';
 import type { DaemonState } from '../src/daemon/state.js';
-import { analyzeJson } from './helpers/cli.js';
+import { analyzeJson, barwatch } from './helpers/cli.js';
 import { DaemonProcess, quickWatchConfig } from './helpers/daemon.js';
 import { REAL_LOGS, tempDir } from './helpers/fs.js';
-import { exitRecord, historyRecord, runRecord, WandbWriter } from './helpers/wandb-writer.js';
+import { exitRecord, historyRecord, runRecord, statsRecord, WandbWriter } from './helpers/wandb-writer.js';
 
 const SAMPLES = path.join(REAL_LOGS, '..', 'writer-samples', 'wandb');
 const SKIP = existsSync(SAMPLES) ? false : `${SAMPLES} is absent`;
@@ -311,4 +314,66 @@ describe('W&B run files through analyze and watch', () => {
       ],
     );
   });
+});
+
+describe('W&B runs watched live are judged by their own clock', () => {
+  test('stale-run: blocks a few seconds apart are no silence; system stats going on without a step are a stuck run; the report says how far behind', async () => {
+    const dir = tempDir();
+    const root = path.join(dir, 'runs', 'ppo');
+    const cfg = path.join(dir, 'c.yaml');
+    writeFileSync(
+      cfg,
+      `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms}\nlog: {format: json}\ndetectors:\n  stale-run: {min_silence: 2s, factor: 4, min_intervals: 5}\n`,
+    );
+    const w = new WandbWriter(path.join(root, 'wandb', 'run-20261203_070000-live2', 'run-live2.wandb'));
+    w.append(runRecord({ project: 'ppo', name: 'ppo', id: 'live2', start: Date.now(), config: {} }));
+    const d = new DaemonProcess([path.join(dir, 'runs'), '--config', cfg]);
+    await d.waitFor((l) => l.msg === 'watching');
+    // Training at a step every 375 ms; a block holds 8 rows: it reaches the disk every 3 s.
+    for (let s = 1; s <= 40; s++) {
+      w.append(historyRecord(s, { 'critic/score/mean': 0.5, padding: 'x'.repeat(4000) }, Date.now() / 1000));
+      await sleep(375);
+    }
+    assert.deepEqual(
+      d.logs.filter((l) => l.msg.startsWith('firing: stale-run')).map((l) => l.msg),
+      [],
+      'a block arriving every 3 s while the trainer logs every 375 ms is no silence',
+    );
+    // The trainer hangs: W&B's system monitor goes on (its records fill blocks too), no step comes.
+    const stuck = (async (): Promise<void> => {
+      for (let i = 0; i < 60 && !d.logs.some((l) => l.msg.startsWith('firing: stale-run')); i++) {
+        w.append(statsRecord(Date.now(), 4000));
+        await sleep(250);
+      }
+    })();
+    const fired = await d.waitFor((l) => l.msg.startsWith('firing: stale-run'));
+    await stuck;
+    assert.match(fired.msg, /the process is alive but training does not move/);
+    assert.equal(await d.stop(), 0);
+    const text = barwatch(['analyze', root]).stdout;
+    assert.match(
+      text,
+      /W&B writes its log in 32 KiB blocks: rows after step \d+ appear when the block fills, here about \d+ step\(s\) \([\d.]+m?s of training\)/,
+    );
+  });
+});
+
+test("each W&B run of the official layout exits: a round's exit finishes the training only until the next round writes", () => {
+  const opts: StatsOptions = { window: 20, history: 64, ewmaHalfLife: 10, curveBuckets: 32, maxSeries: 100 };
+  const run = new RunState('/r', opts);
+  const ctx = (role: 'selector' | 'generator', round: number) => ({
+    role,
+    round,
+    format: 'wandb' as const,
+    file: `/r/wandb/${role}${round}/run.wandb`,
+  });
+  run.apply({ kind: 'metrics', step: 1, values: { x: 1 } }, ctx('selector', 1), 0);
+  run.apply({ kind: 'finished' }, ctx('selector', 1), 0);
+  assert.equal(run.finished, true);
+  run.apply({ kind: 'metrics', step: 2, values: { x: 1 } }, ctx('selector', 1), 0);
+  assert.equal(run.finished, true, 'a late record of the round that finished changes nothing');
+  run.apply({ kind: 'metrics', step: 1, values: { x: 1 } }, ctx('generator', 1), 0);
+  assert.equal(run.finished, false, 'the next round goes on');
+  run.apply({ kind: 'finished' }, ctx('generator', 1), 0);
+  assert.equal(RunState.from(JSON.parse(JSON.stringify(run.toJSON())) as RunJSON, opts).finished, true);
 });

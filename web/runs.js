@@ -32,7 +32,15 @@ export async function runsView(root) {
           el('td', {}, el('a', { href: `#/run/${encodeURIComponent(r.id)}`, 'data-key': `run:${r.id}` }, r.id)),
           el('td', {}, (r.formats ?? []).join(' + ') || '-'),
           el('td', { class: 'where' }, where(r)),
-          el('td', {}, r.finished ? 'finished' : ago(r.seconds_since_write)),
+          el(
+            'td',
+            r.behind ? { title: r.behind.note, 'data-behind': String(r.behind.steps) } : {},
+            r.finished
+              ? 'finished'
+              : r.behind
+                ? `${ago(r.seconds_since_write)} (W&B: ~${r.behind.steps} steps behind)`
+                : ago(r.seconds_since_write),
+          ),
           el('td', { class: 'findings' }, r.finding_names.length === 0 ? 'none' : r.finding_names.join(', ')),
           el('td', {}, sparkline(r.spark, `boundary reward of ${r.id}`)),
         ),

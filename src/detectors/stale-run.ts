@@ -8,6 +8,7 @@
  * than assume_finished_after most likely finished: reported as info.
  */
 import { parseDuration } from '../util/duration.js';
+import { humanDuration } from '../util/format.js';
 import type { RoundState } from '../runs/round.js';
 import { crashOf } from './run-crashed.js';
 import { median } from '../stats/inference.js';
@@ -23,20 +24,13 @@ interface P extends Params {
   assume_finished_after: string;
 }
 
-export function humanDuration(ms: number): string {
-  // Below a second (a replay, a backlog), seconds would print 0s.
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
-  if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
-  const s = Math.round(ms / 1000);
-  if (s < 120) return `${s}s`;
-  const m = Math.round(s / 60);
-  if (m < 120) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h}h ${m % 60}m`;
-  return `${Math.floor(h / 24)}d ${h % 24}h`;
-}
-
+/**
+ * When the round was last heard of. Live, when its records arrived; but a log written in whole
+ * blocks (W&B: RoundState.reach) arrives in bursts a block apart whatever the pace, so such a round
+ * is judged, live too, by the trainer's own times: its latest row or system-stats record.
+ */
 function lastActivity(r: RoundState, live: boolean): number | null {
+  if (r.reach !== null) return Math.max(r.reach.time, r.lastTime ?? -Infinity);
   return live ? r.lastSeen : r.lastTime;
 }
 
@@ -62,14 +56,42 @@ export const staleRun: Detector<P> = {
       }
     }
     if (latest === null) return [];
-    const times = (ctx.live ? latest.arrivals : latest.stepTimes).points().values;
+    const blocks = latest.reach;
+    const times = (ctx.live && blocks === null ? latest.arrivals : latest.stepTimes).points().values;
     if (times.length < p.min_intervals + 1) return [];
     const gaps: number[] = [];
     for (let i = 1; i < times.length; i++) gaps.push(times[i]! - times[i - 1]!);
     const usual = median(gaps);
     const threshold = Math.max(parseDuration(p.min_silence) ?? 600_000, p.factor * usual);
+    // The trainer's system stats go on while no step is logged: the process lives, training does not move.
+    const stuck = blocks !== null && latest.lastTime !== null ? blocks.time - latest.lastTime : 0;
+    if (ctx.live && stuck > threshold) {
+      const where = `${latest.role === 'unknown' ? 'the run' : `${latest.role} round ${latest.round ?? '-'}`}`;
+      return [
+        {
+          round: latest.round,
+          step: latest.lastStep,
+          severity: p.severity,
+          message: `No new step from ${where} for ${humanDuration(stuck)} of the trainer's time (it usually logs every ${humanDuration(usual)}), while W&B's system stats go on to ${new Date(blocks!.time).toISOString()}: the process is alive but training does not move (the last step was ${latest.lastStep}).`,
+          evidence: {
+            role: latest.role,
+            last_step: latest.lastStep,
+            last_step_time: new Date(latest.lastTime!).toISOString(),
+            alive_until: new Date(blocks!.time).toISOString(),
+            stuck_s: Math.round(stuck / 1000),
+            usual_interval_s: Math.round(usual / 100) / 10,
+            threshold_s: Math.round(threshold / 1000),
+            time_source: 'trainer',
+          },
+          recommendation:
+            'Look at the trainer process (py-spy dump, the console log): a hung NCCL collective, a rollout worker waiting forever, a reward function stuck on a remote call. Kill and resume from the last checkpoint if it does not move.',
+        },
+      ];
+    }
+    // A log written in blocks reaches the disk about a block's worth of the trainer's time late.
+    const lag = blocks === null ? 0 : blocks.block.ms;
     const silence = ctx.now - at;
-    if (!(silence > threshold)) return [];
+    if (!(silence > threshold + lag)) return [];
     const longGone = !ctx.live && silence > (parseDuration(p.assume_finished_after) ?? 86_400_000);
     const where = `${latest.role === 'unknown' ? 'the run' : `${latest.role} round ${latest.round ?? '-'}`}`;
     return [
@@ -86,8 +108,9 @@ export const staleRun: Detector<P> = {
           last_write: new Date(at).toISOString(),
           silence_s: Math.round(silence / 1000),
           usual_interval_s: Math.round(usual / 100) / 10,
-          threshold_s: Math.round(threshold / 1000),
-          time_source: ctx.live ? 'arrival' : 'trainer',
+          threshold_s: Math.round((threshold + lag) / 1000),
+          ...(blocks !== null ? { block_lag_s: Math.round(lag / 1000), block_steps: blocks.block.steps } : {}),
+          time_source: ctx.live && blocks === null ? 'arrival' : 'trainer',
         },
         recommendation:
           'Check the training job (scheduler state, out-of-memory kills, a hung NCCL collective, a full disk) and resume from its last checkpoint.',

@@ -38,6 +38,11 @@ export interface RunSummaryJSON {
   /** The detectors of the run's findings, most severe first, for the runs list to name them. */
   finding_names: string[];
   finished: boolean;
+  /**
+   * A round written in whole blocks (W&B), still running: how far behind its file is, in words
+   * and in steps (RoundState.behind), and the trainer's time its file reaches.
+   */
+  behind: { note: string; steps: number; trainer_time: string } | null;
   spark: number[];
 }
 
@@ -59,6 +64,12 @@ function health(run: RunState, src: WebSource): { state: RunHealth; severity: Se
   };
   for (const a of alerts.values()) if (a.finding.run === run.id && a.state !== 'resolved') consider(a.state, a.finding.severity);
   return { state, severity, count };
+}
+
+function behindOf(r: RoundState | null, finished: boolean): RunSummaryJSON['behind'] {
+  const note = r === null ? null : r.behind(finished);
+  if (note === null || r?.reach == null) return null;
+  return { note, steps: r.reach.block.steps, trainer_time: new Date(r.reach.time).toISOString() };
 }
 
 export function runSummary(run: RunState, src: WebSource): RunSummaryJSON {
@@ -85,6 +96,7 @@ export function runSummary(run: RunState, src: WebSource): RunSummaryJSON {
       .sort((a, b) => SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity])
       .map((f) => `${f.detector}${f.round === null ? '' : ` (round ${f.round})`}`),
     finished: run.finished,
+    behind: behindOf(latest, run.finished),
     spark: spark.map((x) => +x.toFixed(4)),
   };
 }

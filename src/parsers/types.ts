@@ -123,8 +123,28 @@ export interface SampleRecord {
   time: number;
 }
 
+/**
+ * How far a log written in blocks reaches in the trainer's time (W&B: its latest row or system
+ * stats record), and how much is written at once: a block holds about `block.steps` rows and
+ * `block.ms` of the trainer's time, which is about how late its newest rows reach the disk.
+ */
+export interface ReachRecord {
+  kind: 'reach';
+  time: number;
+  block: { steps: number; ms: number };
+}
+
 export type ParsedRecord =
-  MetricRecord | FilterQuestion | FilterSummary | RolloutCount | SettingsRecord | FinishedRecord | FatalRecord | PlanRecord | SampleRecord;
+  | MetricRecord
+  | FilterQuestion
+  | FilterSummary
+  | RolloutCount
+  | SettingsRecord
+  | FinishedRecord
+  | FatalRecord
+  | PlanRecord
+  | SampleRecord
+  | ReachRecord;
 
 /** A line that should have been a record and could not be read. Counted per file and skipped. */
 export interface Malformed {

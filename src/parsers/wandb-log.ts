@@ -168,7 +168,7 @@ export type WandbRecord =
   | { kind: 'run'; project: string; name: string; runId: string; startTime: number | null; config: WandbItem[] }
   | { kind: 'metric'; name: string; glob: string; stepMetric: string }
   | { kind: 'exit'; exitCode: number }
-  | { kind: 'stats' }
+  | { kind: 'stats'; time: number | null }
   | { kind: 'other'; field: number };
 
 /** `key` / `nested_key` and `value_json` of a HistoryItem or ConfigItem (the same field numbers). */
@@ -307,6 +307,17 @@ export function decodeHistoryRow(b: Uint8Array, keys?: KeyCache): { step: number
   return null;
 }
 
+/** A google.protobuf.Timestamp (seconds 1, nanos 2) in epoch ms. */
+function timestampOf(b: Uint8Array): number {
+  let seconds = 0;
+  let nanos = 0;
+  for (const t of fields(b)) {
+    if (t.no === 1 && t.wire === 0) seconds = t.num;
+    else if (t.no === 2 && t.wire === 0) nanos = t.num;
+  }
+  return seconds * 1000 + Math.floor(nanos / 1e6);
+}
+
 /** One `Record` of a run file, as far as barwatch reads it; throws RangeError on bytes that are no protobuf. */
 export function decodeWandbRecord(b: Uint8Array, keys?: KeyCache): WandbRecord {
   const row = decodeHistoryRow(b, keys);
@@ -322,15 +333,7 @@ export function decodeWandbRecord(b: Uint8Array, keys?: KeyCache): WandbRecord {
           else if (r.no === 3) run.project = text(r);
           else if (r.no === 8) run.name = text(r);
           else if (r.no === 4) for (const c of fields(r.bytes)) if (c.no === 1 && c.wire === 2) run.config.push(item(c.bytes));
-          if (r.no === 17) {
-            let seconds = 0;
-            let nanos = 0;
-            for (const t of fields(r.bytes)) {
-              if (t.no === 1 && t.wire === 0) seconds = t.num;
-              else if (t.no === 2 && t.wire === 0) nanos = t.num;
-            }
-            run.startTime = seconds * 1000 + Math.floor(nanos / 1e6);
-          }
+          if (r.no === 17) run.startTime = timestampOf(r.bytes);
         }
         return run;
       }
@@ -348,8 +351,12 @@ export function decodeWandbRecord(b: Uint8Array, keys?: KeyCache): WandbRecord {
         for (const x of fields(f.bytes)) if (x.no === 1 && x.wire === 0) exitCode = x.num > 0x7fffffff ? x.num - 2 ** 64 : x.num;
         return { kind: 'exit', exitCode };
       }
-      case 7:
-        return { kind: 'stats' };
+      case 7: {
+        // StatsRecord: its timestamp (field 2, a google.protobuf.Timestamp) is when wandb sampled the system.
+        let time: number | null = null;
+        for (const x of fields(f.bytes)) if (x.no === 2 && x.wire === 2) time = timestampOf(x.bytes);
+        return { kind: 'stats', time };
+      }
       default:
         if (f.no !== 16 && f.no !== 19 && f.no !== 200) return { kind: 'other', field: f.no };
     }
@@ -448,6 +455,8 @@ export class WandbParser implements RecordParser {
   private stepOfAll: string | null = null;
   private declared = 0;
   private readonly keys = new KeyCache();
+  /** How the file grows in the trainer's time: its first and latest time (rows, system stats), bytes and rows read. */
+  private grown = { first: null as number | null, latest: null as number | null, bytes: 0, rows: 0 };
 
   constructor(private readonly opts: ParserOptions) {}
 
@@ -457,7 +466,9 @@ export class WandbParser implements RecordParser {
 
   records(data: readonly Uint8Array[]): ParsedRecord[] {
     const out: ParsedRecord[] = [];
+    const g = this.grown;
     for (const bytes of data) {
+      g.bytes += bytes.length + CHUNK_HEADER;
       let r: WandbRecord;
       try {
         r = decodeWandbRecord(bytes, this.keys);
@@ -465,7 +476,10 @@ export class WandbParser implements RecordParser {
         this.undecodable++;
         continue;
       }
-      if (r.kind === 'history') this.row(r.items, out);
+      if (r.kind === 'history') {
+        g.rows++;
+        this.row(r.items, out);
+      } else if (r.kind === 'stats' && r.time !== null) this.seen(r.time);
       else if (r.kind === 'metric') {
         if (r.stepMetric === '') continue;
         if (r.name !== '') {
@@ -476,7 +490,29 @@ export class WandbParser implements RecordParser {
       else if (r.kind === 'exit')
         out.push(r.exitCode === 0 ? { kind: 'finished' } : { kind: 'fatal', message: `the W&B run exited with code ${r.exitCode}` });
     }
+    if (data.length > 0 && g.latest !== null) out.push(this.reach());
     return out;
+  }
+
+  private seen(time: number): void {
+    const g = this.grown;
+    g.first ??= time;
+    if (g.latest === null || time > g.latest) g.latest = time;
+  }
+
+  /**
+   * How far the file reaches in the trainer's time, and how late its rows come: wandb-core writes
+   * whole 32 KiB blocks while the run goes on, so about a block's worth of rows (and the time it
+   * takes to write them) is not on disk yet.
+   */
+  private reach(): ParsedRecord {
+    const g = this.grown;
+    const perBlock = (x: number): number => (g.bytes > 0 ? (x * WANDB_BLOCK) / g.bytes : 0);
+    return {
+      kind: 'reach',
+      time: g.latest!,
+      block: { steps: Math.round(perBlock(g.rows)), ms: Math.round(perBlock(g.latest! - g.first!)) },
+    };
   }
 
   /** W&B key to series name (null: the end-of-training summary), one lookup a key after the first row. */
@@ -503,7 +539,10 @@ export class WandbParser implements RecordParser {
     }
     if (!any) return;
     const rec: MetricRecord = { kind: 'metrics', step: row.step, values: row.values };
-    if (row.time !== null) rec.time = row.time;
+    if (row.time !== null) {
+      rec.time = row.time;
+      this.seen(row.time);
+    }
     out.push(rec);
   }
 
@@ -539,11 +578,12 @@ export class WandbParser implements RecordParser {
   }
 
   snapshot(): unknown {
-    return { stepOf: this.stepOf, stepOfAll: this.stepOfAll };
+    return { stepOf: this.stepOf, stepOfAll: this.stepOfAll, grown: this.grown };
   }
 
   restore(state: unknown): void {
-    const s = (state ?? {}) as { stepOf?: Record<string, string>; stepOfAll?: string | null };
+    const s = (state ?? {}) as { stepOf?: Record<string, string>; stepOfAll?: string | null; grown?: WandbParser['grown'] };
+    if (s.grown !== undefined && typeof s.grown === 'object' && typeof s.grown.bytes === 'number') this.grown = { ...s.grown };
     if (s.stepOf !== undefined && typeof s.stepOf === 'object') this.stepOf = { ...s.stepOf };
     this.declared = Object.keys(this.stepOf).length;
     if (typeof s.stepOfAll === 'string') this.stepOfAll = s.stepOfAll;

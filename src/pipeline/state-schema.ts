@@ -94,6 +94,7 @@ const round = z.looseObject({
   counted: count.optional(),
   arrivals: history,
   stepTimes: history.optional(),
+  reach: z.looseObject({ time: num, block: z.looseObject({ steps: num, ms: num }) }).optional(),
   series: z.record(z.string(), series),
 });
 export const runSchema = z.looseObject({

@@ -56,6 +56,14 @@ function roundJson(r: RoundState, run: RunState): Record<string, unknown> {
   if (r.droppedSeries > 0) out['dropped_series'] = r.droppedSeries;
   // The log gave no step: the numbers are the entries' (a TRL console without progress bars).
   if (r.counted > 0) out['steps_are'] = 'entries';
+  // A log written in whole blocks (W&B): how far it reaches, and (still running) how far behind it is.
+  if (r.reach !== null)
+    out['written_to'] = {
+      trainer_time: new Date(r.reach.time).toISOString(),
+      block_steps: r.reach.block.steps,
+      block_ms: r.reach.block.ms,
+      behind: !run.finished,
+    };
   const resumed = r.resumed();
   if (resumed !== null)
     out['resumed'] = {

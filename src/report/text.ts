@@ -102,6 +102,8 @@ function resumedNote(r: RoundState): string {
 function renderRounds(run: RunState, detail: Detail): string[] {
   const lines: string[] = [];
   for (const r of run.orderedRounds()) {
+    const behind = r.behind(run.finished);
+    if (behind !== null) lines.push(`  ${roundLabel(r)}: ${behind}`);
     const names = distinctSeries(r);
     if (detail === 'normal') {
       const parts = names

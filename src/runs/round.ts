@@ -3,6 +3,7 @@ import { ListedRecord, ShapedRecord } from '../parsers/keys.js';
 import type { FormatId, MetricRecord, Role } from '../parsers/types.js';
 import { SeriesStats, type SeriesJSON, type StatsOptions } from './series.js';
 import { History, type HistoryJSON } from '../stats/rolling.js';
+import { humanDuration } from '../util/format.js';
 
 export interface RoundJSON {
   role: Role;
@@ -17,6 +18,8 @@ export interface RoundJSON {
   droppedSeries: number;
   duplicates: number;
   owners: Record<string, string>;
+  /** A log written in blocks (W&B): how far it reaches in the trainer's time, and how much a block holds. */
+  reach?: RoundReach;
   /** Per file: its format and the first step it wrote in the round. Absent in states saved before it was kept. */
   files?: Record<string, FileStart>;
   /** Series a continuing file took over (see RoundState.continues). */
@@ -26,6 +29,12 @@ export interface RoundJSON {
   arrivals: HistoryJSON;
   stepTimes?: HistoryJSON;
   series: Record<string, SeriesJSON>;
+}
+
+/** How far a log written in blocks reaches (the trainer's time) and how much a block holds (ReachRecord). */
+export interface RoundReach {
+  time: number;
+  block: { steps: number; ms: number };
 }
 
 /** The format a file of the round is in and the first step it wrote there. */
@@ -66,6 +75,8 @@ export class RoundState {
   counted = 0;
   /** Series that a file continuing their owner took over (a run resumed into a new log). */
   handovers = 0;
+  /** Where its log written in blocks (W&B) reaches, and how late its rows come: see reached. */
+  reach: RoundReach | null = null;
   /** Per file: its format and the first step it wrote in this round (a few files per round). */
   private readonly files = new Map<string, FileStart>();
   /** The file of the last record applied, and its start (see apply). */
@@ -206,6 +217,23 @@ export class RoundState {
     return out === null ? null : { ...out, inexact };
   }
 
+  /** A log of the round written in blocks reaches the trainer's time `r.time`. */
+  reached(r: RoundReach): void {
+    if (this.reach !== null && this.reach.time >= r.time) return;
+    this.reach = { time: r.time, block: { ...r.block } };
+    this.text = null;
+  }
+
+  /**
+   * A round whose log is written in whole blocks while it runs (W&B) and has not finished: how far
+   * behind its file is, in words; null otherwise.
+   */
+  behind(finished: boolean): string | null {
+    if (this.reach === null || finished || this.lastStep === null) return null;
+    const b = this.reach.block;
+    return `W&B writes its log in 32 KiB blocks: rows after step ${this.lastStep} appear when the block fills, here about ${b.steps} step(s) (${humanDuration(b.ms)} of training)`;
+  }
+
   toJSON(): RoundJSON {
     const series: Record<string, SeriesJSON> = {};
     for (const [k, v] of this.series) series[k] = v.toJSON();
@@ -227,6 +255,7 @@ export class RoundState {
       counted: this.counted,
       arrivals: this.arrivals.toJSON(),
       stepTimes: this.stepTimes.toJSON(),
+      ...(this.reach !== null ? { reach: this.reach } : {}),
       series,
     };
   }
@@ -259,6 +288,7 @@ export class RoundState {
     for (const [k, v] of Object.entries(j.files ?? {})) r.files.set(k, { ...v });
     r.arrivals = History.from(j.arrivals);
     if (j.stepTimes !== undefined) r.stepTimes = History.from(j.stepTimes);
+    if (j.reach !== undefined) r.reach = j.reach;
     for (const [k, v] of Object.entries(j.series)) {
       const stats = SeriesStats.from(v, opts);
       r.series.set(k, stats);

@@ -54,6 +54,8 @@ export interface RunJSON {
   rollouts: { k: number; role: Role; round: number | null } | null;
   formats: Partial<Record<FormatId, number>>;
   finished?: boolean;
+  /** The round whose file said it finished, when it was a numbered round (see apply). */
+  finishedIn?: string | null;
   crashes?: Crash[];
   plans?: Record<string, Plan>;
   debug?: DebugStepsJSON;
@@ -68,6 +70,11 @@ export class RunState {
   rollouts: { k: number; role: Role; round: number | null } | null = null;
   /** The trainer said it finished. */
   finished = false;
+  /**
+   * The numbered round whose file said so: a later round's records mean the training went on (each
+   * W&B run of BAR-RAG's official layout ends with an exit of its own, round after round).
+   */
+  private finishedIn: string | null = null;
   /** The round the last metric record went to. */
   private last: RoundState | null = null;
   /** Metric records read per format: the run's format is the one with most. */
@@ -135,6 +142,10 @@ export class RunState {
           created = true;
         }
         this.last = round;
+        if (this.finished && this.finishedIn !== null && ctx.round !== null && round.key !== this.finishedIn) {
+          this.finished = false;
+          this.finishedIn = null;
+        }
         if (this.crashes.size > 0) this.crashes.delete(ctx.file);
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
         let fresh = round.apply(rec, step, now, ctx.file, ctx.format);
@@ -152,6 +163,9 @@ export class RunState {
         if (fresh.length > 0) d.series = fresh;
         return d;
       }
+      case 'reach':
+        this.rounds.get(roundKey(ctx.role, ctx.round))?.reached(rec);
+        return null;
       case 'sample':
         this.debug.add(ctx.role, ctx.format, path.dirname(ctx.file), rec.values, rec.time);
         return null;
@@ -166,6 +180,7 @@ export class RunState {
         return null;
       case 'finished':
         this.finished = true;
+        this.finishedIn = ctx.round === null ? null : roundKey(ctx.role, ctx.round);
         this.crashes.delete(ctx.file);
         return null;
       case 'fatal':
@@ -243,6 +258,7 @@ export class RunState {
       rollouts: this.rollouts,
       formats: { ...this.formats },
       finished: this.finished,
+      ...(this.finishedIn !== null ? { finishedIn: this.finishedIn } : {}),
       crashes: [...this.crashes.values()],
       plans: Object.fromEntries(this.plans),
       ...(this.debug.empty ? {} : { debug: this.debug.toJSON() }),
@@ -275,6 +291,7 @@ export class RunState {
     run.rollouts = j.rollouts ?? null;
     run.formats = j.formats ?? {};
     run.finished = j.finished ?? false;
+    run.finishedIn = j.finishedIn ?? null;
     for (const c of j.crashes ?? []) run.crashes.set(c.file, c);
     for (const [k, p] of Object.entries(j.plans ?? {})) run.plans.set(k, p);
     run.debug = DebugSteps.from(j.debug);

@@ -38,3 +38,17 @@ export function printable(s: string): string {
     c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
   );
 }
+
+/** A duration for people: 850ms, 4.2s, 95s, 12m, 3h 5m, 2d 4h. */
+export function humanDuration(ms: number): string {
+  // Below a second (a replay, a backlog), seconds would print 0s.
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s}s`;
+  const m = Math.round(s / 60);
+  if (m < 120) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d ${h % 24}h`;
+}

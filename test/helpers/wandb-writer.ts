@@ -68,6 +68,14 @@ export function metricRecord(glob: string, stepMetric: string): Buffer {
   return bytesField(12, Buffer.concat([bytesField(2, glob), bytesField(4, stepMetric)]));
 }
 
+/** A system-stats record (wandb's system monitor) sampled at `ms` (epoch ms), with `pad` bytes of items. */
+export function statsRecord(ms: number, pad = 0): Buffer {
+  const ts = Buffer.concat([intField(1, Math.floor(ms / 1000)), intField(2, (ms % 1000) * 1e6)]);
+  const items = [bytesField(3, Buffer.concat([bytesField(1, 'cpu'), bytesField(16, '12.5')]))];
+  if (pad > 0) items.push(bytesField(3, Buffer.concat([bytesField(1, 'proc.note'), bytesField(16, JSON.stringify('x'.repeat(pad)))])));
+  return bytesField(7, Buffer.concat([intField(1, 0), bytesField(2, ts), ...items]));
+}
+
 export function exitRecord(code: number): Buffer {
   return bytesField(18, intField(1, code));
 }
