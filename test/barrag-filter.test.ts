@@ -107,7 +107,7 @@ describe("the filter's output (filtered_data/)", () => {
     const text = barwatch(['analyze', root]).stdout;
     assert.match(
       text,
-      /filter: boundary share - before, 10% after \(100 kept questions with an accuracy read, 400 -> 100 questions \(25% kept\)\); kept 0\.25 < accuracy < 0\.85, variance >= 0\.02/,
+      /filter: boundary share - before, 10% after \(100 kept questions with an accuracy read, 400 -> 100 questions\); kept 0\.25 < accuracy < 0\.85, variance >= 0\.02/,
     );
   });
 

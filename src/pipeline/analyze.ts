@@ -74,7 +74,7 @@ export async function analyzePaths(
   }
   if (found.files.length === 0) {
     throw new InputError(
-      `no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, *.txt, *.out, *.err, trainer_state.json, *log*.json lists of log dicts, wandb_export_*.csv, W&B's run-*.wandb, events.out.tfevents.*, BAR-RAG's *_debug_*.log, configs/*.yaml)`,
+      `no training logs found under ${paths.join(', ')} (looked for *.jsonl, *.log, *.txt, *.out, *.err, trainer_state.json, *log*.json lists of log dicts, wandb_export_*.csv, W&B's run-*.wandb, events.out.tfevents.*, BAR-RAG's *_debug_*.log and filtered_data/filtered_*.json[l], configs/*.yaml)`,
     );
   }
   const engine = new DetectorEngine(config.detectors);

@@ -144,10 +144,7 @@ export function renderRun(run: RunState, files: FileSource[], findings: Finding[
   if (malformed) about.push(`${malformed} malformed line(s) skipped`);
   const f = run.filter;
   if (!f.empty) {
-    const counts =
-      f.before !== null || f.after !== null
-        ? `, ${f.before ?? '?'} -> ${f.after ?? '?'} questions${f.before !== null && f.after !== null ? ` (${pct(f.after / f.before)} kept)` : ''}`
-        : '';
+    const counts = f.before !== null || f.after !== null ? `, ${f.before ?? '?'} -> ${f.after ?? '?'} questions` : '';
     const read = f.preN > 0 ? `${f.preN} questions read` : `${f.postN} kept questions with an accuracy read`;
     const s = run.settings;
     const kept =
