@@ -20,6 +20,7 @@ import type { Finding } from '../detectors/types.js';
 import { createLogger } from '../util/log.js';
 import type { Knobs } from '../sim/model.js';
 import { SIM_SCENARIOS, type SimScenarioName } from '../sim/scenarios.js';
+import type { SimLogger } from '../sim/writers.js';
 import { GENERATOR_STEPS, SELECTOR_STEPS, simulate } from '../sim/simulate.js';
 
 export interface DemoOptions {
@@ -29,6 +30,8 @@ export interface DemoOptions {
   seed: number;
   out: NodeJS.WritableStream;
   keep: boolean;
+  /** How the simulated training is written: SPEC 3.1's layout, or W&B run files as BAR-RAG's official scripts leave them. */
+  logger?: SimLogger;
 }
 
 const SCENARIO: SimScenarioName = 'aggressive-filter';
@@ -138,6 +141,7 @@ async function watchRun(
     rounds: ROUNDS,
     speed: o.fast ? null : SPEED,
     override,
+    ...(o.logger !== undefined ? { logger: o.logger } : {}),
     onStep: (p) => {
       done++;
       const alerts = daemon.findings().filter((f) => f.run === run).length;

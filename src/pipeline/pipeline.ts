@@ -322,10 +322,14 @@ export class Pipeline {
    * files are all tracked before the first is read: then there is no need to look.
    */
   private async lookOnDisk(src: FileSource, wanted: (place: FilePlace) => boolean): Promise<void> {
+    await this.followOnDisk(src.place.run, (f) => f.place.run === src.place.run && wanted(f.place));
+  }
+
+  /** Follows the files under `dir` on disk that `wanted` picks and are not followed yet (watch only: see lookOnDisk). */
+  private async followOnDisk(dir: string, wanted: (f: { file: string; kind: FileKind; place: FilePlace }) => boolean): Promise<void> {
     if (this.opts.findRunFiles === undefined || this.holdAlerts) return;
-    const onDisk = await this.opts.findRunFiles(src.place.run).catch(() => []);
-    for (const f of onDisk)
-      if (f.place.run === src.place.run && wanted(f.place) && !this.sources.has(f.file)) this.track(f.file, f.kind, f.place);
+    const onDisk = await this.opts.findRunFiles(dir).catch(() => []);
+    for (const f of onDisk) if (wanted(f) && !this.sources.has(f.file)) this.track(f.file, f.kind, f.place);
   }
 
   /**
@@ -418,6 +422,8 @@ export class Pipeline {
   private async settleWandb(src: FileSource): Promise<void> {
     const root = wandbRoot(src.file);
     if (root === null) return;
+    // The other runs on disk take part (the watcher may report a run's file after a later one's).
+    await this.followOnDisk(root, (f) => f.kind === 'wandb' && wandbRoot(f.file) === root);
     const here = [...this.sources.values()].filter((s) => s.kind === 'wandb' && wandbRoot(s.file) === root);
     const candidates = [];
     for (const s of here) candidates.push({ file: s.file, place: s.place, head: await this.wandbHead(s.file) });
@@ -488,6 +494,8 @@ export class Pipeline {
     await this.readEarlierRounds(src);
     if (src.input.stream !== undefined) await this.supersede(src);
     if (src.input.stepClock === true) {
+      const run = src.place.run;
+      await this.followOnDisk(run, (f) => inputOf(f.kind).samples === true && f.place.run === run && f.place.role === src.place.role);
       const samples = [...this.sources.values()].filter(
         (s) => s.input.samples === true && s.place.run === src.place.run && s.place.role === src.place.role,
       );

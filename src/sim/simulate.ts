@@ -1,10 +1,9 @@
 /**
  * `barwatch simulate`: runs the alternating training of model.ts and writes it, as it goes, in
- * the canonical layout of SPEC 3.1: configs, then per round the selector's and the generator's
- * reward_history.jsonl and train.log (with [filter], [eval] and rollout lines).
+ * the canonical layout of SPEC 3.1 (configs, then per round the selector's and the generator's
+ * reward_history.jsonl and train.log with [filter], [eval] and rollout lines) or, with the W&B
+ * logger, as BAR-RAG's official scripts leave it (writers.ts).
  */
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { setImmediate as yieldNow, setTimeout as sleep } from 'node:timers/promises';
 import {
   Generator,
@@ -12,6 +11,7 @@ import {
   MASTERED_ACC,
   reward,
   Selector,
+  SETS,
   topRelevant,
   type Action,
   type Knobs,
@@ -20,6 +20,7 @@ import {
 } from './model.js';
 import { rng } from './random.js';
 import { knobsOf, type SimScenarioName } from './scenarios.js';
+import { CanonicalWriter, OfficialWriter, type SimLogger, type SimWriter } from './writers.js';
 
 export const SELECTOR_STEPS = 160;
 export const GENERATOR_STEPS = 80;
@@ -37,12 +38,12 @@ export interface SimulateOptions {
   speed: number | null;
   /** Knobs over the scenario's (the demo's fix). */
   override?: Partial<Knobs>;
+  /** How the training is written: the canonical layout (default), or W&B run files in the official layout. */
+  logger?: SimLogger;
   /** Called after every step. */
   onStep?: (p: { role: 'selector' | 'generator'; round: number; step: number; boundary?: number; accuracy: number }) => void;
   signal?: AbortSignal;
 }
-
-const f4 = (x: number): number => Math.round(x * 1e4) / 1e4;
 
 function meanSd(xs: number[]): { mean: number; sd: number } {
   if (xs.length === 0) return { mean: 0, sd: 0 };
@@ -54,24 +55,14 @@ function meanSd(xs: number[]): { mean: number; sd: number } {
 export async function simulate(outDir: string, o: SimulateOptions): Promise<void> {
   const k = knobsOf(o.scenario, o.override);
   const r = rng(o.seed * 2654435761 + 17);
-  const file = (p: string): string => path.join(outDir, p);
-  const append = (p: string, text: string): void => appendFileSync(file(p), text);
-  const stamp = (): string => new Date().toISOString().slice(0, 19).replace('T', ' ');
+  const w: SimWriter = o.logger === 'wandb' ? new OfficialWriter(outDir, o.seed) : new CanonicalWriter(outDir);
   const pace = async (): Promise<void> => {
     if (o.signal?.aborted) throw new Error('simulation stopped');
     if (o.speed === null) await yieldNow();
     else await sleep(1000 / o.speed);
   };
 
-  mkdirSync(file('configs'), { recursive: true });
-  writeFileSync(
-    file('configs/filter_config.yaml'),
-    `easy_threshold: ${k.easy}\nunsolvable_threshold: ${k.unsolvable}\nrollouts: ${k.rollouts}\nselector_samples: ${FILTER_SAMPLES}\n`,
-  );
-  writeFileSync(
-    file('configs/reward_config.yaml'),
-    `weights: {boundary: ${k.weights.boundary}, relevance: ${k.weights.relevance}, format: ${k.weights.format}, count: ${k.weights.count}}\ntarget_accuracy: ${k.target}\nrollouts: ${k.rollouts}\nselector_lr: ${k.selectorLr}\ngenerator_lr: ${k.generatorLr}\n`,
-  );
+  w.configs(k, FILTER_SAMPLES);
 
   const gen = new Generator(0);
   const sel = new Selector(k.selectorLr);
@@ -80,7 +71,7 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
 
   // The pre-training filter: N evidence sets from the initial selector, K rollouts each.
   const acc = new Map<Question, number>();
-  let filterLog = '';
+  const judged: { id: number; acc: number; kept: boolean }[] = [];
   const train: Question[] = [];
   for (const q of pool) {
     const probs = sel.probs(q);
@@ -90,20 +81,14 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
     acc.set(q, a);
     const keep = a > k.unsolvable && a < k.easy;
     if (keep) train.push(q);
-    filterLog += `[filter] id=q${q.id} acc=${f4(a)} kept=${keep}\n`;
+    judged.push({ id: q.id, acc: a, kept: keep });
   }
-  filterLog += `[filter] before=${pool.length} after=${train.length}\n`;
+  w.filter(judged, train.length);
   if (train.length === 0) throw new Error('the filter kept no question');
   const pick = (): Question => train[Math.floor(r() * train.length)]!;
 
   for (let round = 1; round <= o.rounds; round++) {
-    const selDir = `outputs/selector_round${round}`;
-    mkdirSync(file(selDir), { recursive: true });
-    append(
-      `${selDir}/train.log`,
-      `[${stamp()}] selector round ${round}: GRPO, ${BATCH} questions x ${GROUP} samples per step, rollouts=${k.rollouts}\n`,
-    );
-    if (round === 1) append(`${selDir}/train.log`, filterLog);
+    w.selectorStart(round, BATCH, GROUP);
     const snapshots: Float64Array[] = [];
     for (let s = 1; s <= SELECTOR_STEPS; s++) {
       snapshots.push(Float64Array.from(sel.params));
@@ -127,6 +112,7 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
           totals.push(out.total);
           for (const c of Object.keys(comps) as (keyof Rewards)[]) comps[c].push(out.rewards[c]);
           if (out.pHat !== null) pHats.push(out.pHat);
+          w.selectorSample(round, s, b, { rewards: out.rewards, total: out.total, pHat: out.pHat, docs: SETS[a.set]!.length });
         }
         const { mean, sd } = meanSd(group);
         batch.push({ q, probs, actions, advantages: group.map((x) => (x - mean) / (sd + 1e-6)) });
@@ -138,39 +124,19 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
       >;
       const t = meanSd(totals);
       const accuracy = meanSd(pHats).mean;
-      append(
-        `${selDir}/reward_history.jsonl`,
-        JSON.stringify({
-          step: s,
-          boundary: f4(m.boundary.mean),
-          relevance: f4(m.relevance.mean),
-          format: f4(m.format.mean),
-          count: f4(m.count.mean),
-          total: f4(t.mean),
-          accuracy: f4(accuracy),
-          boundary_std: f4(m.boundary.sd),
-          relevance_std: f4(m.relevance.sd),
-          format_std: f4(m.format.sd),
-          count_std: f4(m.count.sd),
-          total_std: f4(t.sd),
-          rollouts: k.rollouts,
-          time: new Date().toISOString(),
-        }) + '\n',
-      );
-      append(
-        `${selDir}/train.log`,
-        `[${stamp()}] step=${s} reward=${f4(t.mean)} boundary=${f4(m.boundary.mean)} format_p=${f4(sel.formatP())}\n`,
-      );
+      const pick2 = (f: 'mean' | 'sd'): Rewards => ({
+        boundary: m.boundary[f],
+        relevance: m.relevance[f],
+        format: m.format[f],
+        count: m.count[f],
+      });
+      w.selectorStep(round, s, { means: pick2('mean'), sds: pick2('sd'), total: t, accuracy, formatP: sel.formatP() });
       o.onStep?.({ role: 'selector', round, step: s, boundary: m.boundary.mean, accuracy });
       await pace();
     }
+    w.selectorEnd(round);
 
-    const genDir = `outputs/generator_round${round}`;
-    mkdirSync(file(genDir), { recursive: true });
-    append(
-      `${genDir}/train.log`,
-      `[${stamp()}] generator round ${round}: fine-tuning on the selector's evidence, rollouts=${k.rollouts}\n`,
-    );
+    w.generatorStart(round);
     const skillBefore = gen.skill;
     for (let s = 1; s <= GENERATOR_STEPS; s++) {
       const ps: number[] = [];
@@ -180,27 +146,24 @@ export async function simulate(outDir: string, o: SimulateOptions): Promise<void
         const q = pick();
         const a = sel.act(r, sel.probs(q));
         ps.push(gen.p(q, a.set));
-        correct += gen.sample(r, q, a.set, 1);
+        const right = gen.sample(r, q, a.set, 1);
+        correct += right;
+        w.generatorAnswer(round, s, right > 0);
         if (acc.get(q)! >= MASTERED_ACC) mastered++;
       }
       gen.train(ps, mastered / GEN_BATCH, k.generatorLr);
       let right = 0;
       for (const q of evalSet) right += gen.sample(r, q, topRelevant(q), 1);
       const evalAcc = right / evalSet.length;
-      append(
-        `${genDir}/reward_history.jsonl`,
-        JSON.stringify({ step: s, reward: f4(correct / GEN_BATCH), accuracy: f4(evalAcc), time: new Date().toISOString() }) + '\n',
-      );
-      append(`${genDir}/train.log`, `[${stamp()}] step=${s} loss=${f4(1 - correct / GEN_BATCH)}\n`);
+      w.generatorStep(round, s, { reward: correct / GEN_BATCH, accuracy: evalAcc });
       o.onStep?.({ role: 'generator', round, step: s, accuracy: evalAcc });
       await pace();
     }
     let right = 0;
     for (const q of evalSet) for (let i = 0; i < 4; i++) right += gen.sample(r, q, topRelevant(q), 1);
-    append(`${genDir}/train.log`, `[eval] round=${round} accuracy=${f4(right / (4 * evalSet.length))}\n`);
+    w.generatorEnd(round, right / (4 * evalSet.length));
     // A lost checkpoint: the next round loads the weights this round started from.
     if (!k.updateGenerator) gen.skill = skillBefore;
   }
-  mkdirSync(file('outputs'), { recursive: true });
-  append('outputs/train_finished.log', `[${stamp()}] Training finished after ${o.rounds} rounds\n`);
+  w.finished(o.rounds);
 }
