@@ -4,7 +4,7 @@
  * the end of a live file, a bad CRC.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -376,4 +376,58 @@ test("each W&B run of the official layout exits: a round's exit finishes the tra
   assert.equal(run.finished, false, 'the next round goes on');
   run.apply({ kind: 'finished' }, ctx('generator', 1), 0);
   assert.equal(RunState.from(JSON.parse(JSON.stringify(run.toJSON())) as RunJSON, opts).finished, true);
+});
+
+test("W&B's console copy (files/output.log) read with its run file: ahead of the file's blocks live, each step counted once, the same as analyze", async () => {
+  const dir = tempDir();
+  const root = path.join(dir, 'bar-rag');
+  const run = path.join(root, 'wandb', 'run-20261203_080000-sel0cop1');
+  const cfg = path.join(dir, 'c.yaml');
+  writeFileSync(
+    cfg,
+    `state_dir: ${path.join(dir, 'state')}\nwatch: {status_interval: 200ms, sweep_interval: 300ms, checkpoint_interval: 200ms}\nlog: {format: json}\n`,
+  );
+  const w = new WandbWriter(path.join(run, 'run-sel0cop1.wandb'));
+  w.append(runRecord({ project: 'verl-selector-training', name: 'selector-training', id: 'sel0cop1', start: Date.now(), config: {} }));
+  mkdirSync(path.join(run, 'files'), { recursive: true });
+  const console = path.join(run, 'files', 'output.log');
+  writeFileSync(console, 'wandb: Tracking run with wandb version 0.30.0\n');
+  const value = (s: number): number => Math.round((0.3 + s / 1000) * 1000) / 1000;
+  const step = (s: number): void => {
+    w.append(historyRecord(s, { 'critic/score/mean': value(s), padding: 'x'.repeat(3000) }, Date.now() / 1000));
+    appendFileSync(console, `(TaskRunner pid=7) step:${s} - critic/score/mean:${value(s).toFixed(3)}\n`);
+  };
+  const d = new DaemonProcess([root, '--config', cfg]);
+  await d.waitFor((l) => l.msg === 'watching');
+  for (let s = 1; s <= 45; s++) step(s);
+  // The run file holds whole blocks only: about ten rows each, so at most 40 of the 45 are on disk.
+  const rowsOnDisk = wandbRecords(readFileSync(path.join(run, 'run-sel0cop1.wandb')), 0).records.length - 1;
+  assert.ok(rowsOnDisk < 45, `${rowsOnDisk} rows on disk`);
+  const stateFile = path.join(dir, 'state', 'state.json');
+  const lastStep = (): number | null => {
+    try {
+      const st = JSON.parse(readFileSync(stateFile, 'utf8')) as DaemonState;
+      return st.runs.find((r) => r.id === root)?.rounds.find((r) => r.role === 'selector' && r.round === 1)?.lastStep ?? null;
+    } catch {
+      return null;
+    }
+  };
+  for (let i = 0; i < 300 && lastStep() !== 45; i++) await sleep(100);
+  assert.equal(
+    lastStep(),
+    45,
+    `the console copy brings the steps the run file does not hold yet, in selector round 1; the daemon said: ${d.logs.map((l) => l.msg).join(' | ')}`,
+  );
+  for (let s = 46; s <= 80; s++) step(s);
+  w.append(exitRecord(0));
+  w.finish();
+  await d.waitFor((l) => l.msg.startsWith('status:') && (l['records'] as number) >= 80 + 80 + 1);
+  assert.equal(await d.stop(), 0);
+  const live = (JSON.parse(readFileSync(stateFile, 'utf8')) as DaemonState).runs.find((r) => r.id === root)!;
+  const round = live.rounds.find((r) => r.role === 'selector' && r.round === 1)!;
+  const offline = analyzeJson([root]).doc.runs.find((r) => r.run === root)!;
+  const series = offline.rounds.find((r) => r.role === 'selector' && r.round === 1)!.series['critic/score/mean']!;
+  assert.deepEqual([round.series['critic/score/mean']!.summary.n, round.steps], [80, 80], 'each step once');
+  assert.deepEqual([series.n, series.last_step], [80, 80]);
+  assert.ok(Math.abs(series.mean! - round.series['critic/score/mean']!.summary.mean) < 1e-12);
 });

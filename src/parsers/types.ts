@@ -237,6 +237,8 @@ export interface InputFormat<Id extends string = string> {
   samples?: true;
   /** Its rows are whole steps with the trainer's time (W&B's `_timestamp`): samples written before a row are of its step. */
   stepClock?: true;
+  /** Written in whole blocks while the run goes on (W&B): behind the run's other files by design, so they never wait for it. */
+  late?: true;
   /**
    * A file of it holds a whole training's log (a console log, a metrics JSONL), so files of it
    * side by side in one folder may be separate runs: a sweep's logs, each from its first step

@@ -600,4 +600,5 @@ export const wandbInput = defineInput({
   framing: WANDB_FRAMING,
   wholeRun: false,
   stepClock: true,
+  late: true,
 });

@@ -33,6 +33,7 @@ import {
   ownRun,
   placeRuns,
   placeWandbRuns,
+  wandbConsoleOf,
   wandbRoot,
   type Opening,
   type WandbHead,
@@ -180,6 +181,9 @@ export class Pipeline {
     const saved = this.saved[file];
     // A W&B run placed by its run record before (a round of the official layout) stays there.
     if (saved !== undefined && kind === 'wandb' && saved.kind === 'wandb') return this.trackAt(file, kind, saved.place);
+    // W&B's console copy goes where its run file went.
+    const runFile = this.wandbFileOf(file);
+    if (runFile !== null) return this.trackAt(file, kind, runFile.place);
     const own = ownRun({ file, place });
     return this.trackAt(file, kind, saved !== undefined && saved.place.run === own.run && mayBeOneOfSeveral(kind, place) ? own : place);
   }
@@ -231,8 +235,18 @@ export class Pipeline {
     if (created) log.info({ run: run.id }, 'discovered run');
     // The files of a stream (a TensorBoard writer's folder: a restart starts a new file) own their
     // series together, so the newer file's values are not taken for a second file logging them.
-    const source = src.input.stream !== undefined ? path.dirname(src.file) : src.file;
-    const ctx = { role: src.place.role, round: src.place.round, format, file: source, clock: src.input.stepClock === true };
+    // A W&B run file and its console copy (files/output.log) write the same steps: one source, whose
+    // steps written again are copies (the newer of the two for each step counts: RoundState.apply).
+    const copyOf = src.kind === 'wandb' ? path.dirname(src.file) : wandbConsoleOf(src.file);
+    const source = copyOf ?? (src.input.stream !== undefined ? path.dirname(src.file) : src.file);
+    const ctx = {
+      role: src.place.role,
+      round: src.place.round,
+      format,
+      file: source,
+      clock: src.input.stepClock === true,
+      copies: copyOf !== null,
+    };
     if (src.input.samples === true && src.parser.kind === 'lines' && records.some((r) => r.kind === 'metrics')) {
       const p = this.opts.parser;
       run.debug.groupedBy(
@@ -381,7 +395,8 @@ export class Pipeline {
    */
   private async settleRuns(file: string): Promise<void> {
     const src = this.sources.get(file);
-    if (src === undefined || !mayBeOneOfSeveral(src.kind, this.pathOf(src))) return;
+    // W&B's console copy is its run file's (copyPlaced), never a run of its own.
+    if (src === undefined || !mayBeOneOfSeveral(src.kind, this.pathOf(src)) || wandbConsoleOf(file) !== null) return;
     const dir = path.dirname(file);
     const here = [...this.sources.values()].filter((s) => path.dirname(s.file) === dir && mayBeOneOfSeveral(s.kind, this.pathOf(s)));
     if (here.length < 2 && src.place === this.pathOf(src)) return;
@@ -431,9 +446,8 @@ export class Pipeline {
     for (const s of here) {
       const p = placed.get(s.file)!;
       if (s.counters.records > 0 || (p.run === s.place.run && p.role === s.place.role && p.round === s.place.round)) continue;
-      await this.drop(s);
-      delete this.saved[s.file];
-      this.trackAt(s.file, s.kind, p);
+      const copies = [...this.sources.values()].filter((c) => wandbConsoleOf(c.file) === path.dirname(s.file) && c.counters.records === 0);
+      await Promise.all([s, ...copies].map((x) => this.move(x, p)));
       this.opts.log.info(
         { file: s.file, run: p.run, role: p.role, round: p.round },
         `W&B run ${path.basename(path.dirname(s.file))} is ${p.role} round ${p.round} of ${p.run}`,
@@ -460,6 +474,37 @@ export class Pipeline {
     return null;
   }
 
+  /** The followed W&B run file of a console copy (`<run folder>/files/output.log`), or null (not a copy, or its run file not followed). */
+  private wandbFileOf(file: string): FileSource | null {
+    const run = wandbConsoleOf(file);
+    if (run === null) return null;
+    for (const s of this.sources.values()) if (s.kind === 'wandb' && path.dirname(s.file) === run) return s;
+    return null;
+  }
+
+  /**
+   * Whether a file may be read now: any file but W&B's console copy; the copy once its run file's
+   * run record was read (then the copy was placed with it: settleWandb), so its steps go to the
+   * run file's round and never to a run of their own.
+   */
+  private async copyPlaced(src: FileSource): Promise<boolean> {
+    const run = wandbConsoleOf(src.file);
+    if (run === null) return true;
+    let runFile = this.wandbFileOf(src.file);
+    if (runFile === null) {
+      await this.followOnDisk(run, (f) => f.kind === 'wandb' && path.dirname(f.file) === run);
+      runFile = this.wandbFileOf(src.file);
+    }
+    if (runFile === null) return false;
+    if ((await this.wandbHead(runFile.file)) === null) return false;
+    if (runFile.counters.records === 0) await this.settleWandb(runFile);
+    const placed = this.wandbFileOf(src.file)!.place;
+    const copy = this.sources.get(src.file);
+    if (copy !== undefined && (copy.place.run !== placed.run || copy.place.role !== placed.role || copy.place.round !== placed.round))
+      await this.move(copy, placed);
+    return true;
+  }
+
   private pathOf(src: FileSource): FilePlace {
     return this.byPath.get(src.file) ?? src.place;
   }
@@ -474,12 +519,28 @@ export class Pipeline {
 
   /** Stops following a file to follow it again under another run: what it held is read again. */
   private async drop(src: FileSource): Promise<void> {
+    this.forget(src);
+    await src.close();
+  }
+
+  private forget(src: FileSource): void {
     this.sources.delete(src.file);
     const key = roundOf(src.place);
     this.byRound.get(key)?.delete(src);
     if (this.byRound.get(key)?.size === 0) this.byRound.delete(key);
     this.retired.set(src.file, { ...src.counters });
+  }
+
+  /**
+   * Follows a file not read yet under another place, read from its start: the old source is
+   * replaced at once (no read or watcher event in between sees the file untracked), then closed.
+   */
+  private async move(src: FileSource, place: FilePlace): Promise<FileSource> {
+    this.forget(src);
+    delete this.saved[src.file];
+    const moved = this.trackAt(src.file, src.kind, place);
     await src.close();
+    return moved;
   }
 
   /**
@@ -518,6 +579,8 @@ export class Pipeline {
     const before = this.sources.get(file);
     if (before !== undefined && !this.opened.has(before)) await this.settleRuns(file);
     if (before !== undefined && before.kind === 'wandb' && before.counters.records === 0) await this.settleWandb(before);
+    // W&B's console copy is read once its run file is placed (its first block holds the run record).
+    if (before !== undefined && before.counters.records === 0 && !(await this.copyPlaced(before))) return 'idle';
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
     // Opened first: that finds the round's other files on disk, so they are merged from the start.
@@ -597,6 +660,8 @@ export class Pipeline {
       for (const l of lanes) {
         const o = l.src;
         if (l === lane || !l.done || l.bi < l.batches.length || o.lastData === null || now - o.lastData >= HOLD_MS) continue;
+        // A log written in whole blocks (W&B) is behind by design: the others do not wait for it.
+        if (o.input.late === true) continue;
         if (o.lastStep !== null) cap = Math.min(cap, o.lastStep);
         else if (o.firstData !== null && now - o.firstData < HOLD_MS) cap = -Infinity;
       }

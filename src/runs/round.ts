@@ -106,9 +106,11 @@ export class RoundState {
 
   /**
    * Applies one step's values from `source` (a file); returns the names of series seen for the
-   * first time. `steps` counts distinct steps: a step past the highest seen so far.
+   * first time. `steps` counts distinct steps: a step past the highest seen so far. With `copies`,
+   * the source is two files that write the same steps (a W&B run file and its console copy): a
+   * value for a step its series already has is a copy, counted as a duplicate.
    */
-  apply(rec: MetricRecord, step: number, now: number, source: string, format: FormatId): string[] {
+  apply(rec: MetricRecord, step: number, now: number, source: string, format: FormatId, copies = false): string[] {
     let fresh: string[] = NO_NAMES;
     this.records++;
     if (rec.counted === true) this.counted++;
@@ -136,14 +138,14 @@ export class RoundState {
       for (const key in raw) {
         const name = shape[k++];
         if (name === null || name === undefined) continue;
-        fresh = this.add(at++, name, raw[key] as number, step, source, fresh);
+        fresh = this.add(at++, name, raw[key] as number, step, source, fresh, copies);
       }
     } else if (rec instanceof ListedRecord) {
       const { names, nums } = rec;
-      for (; at < names.length; at++) fresh = this.add(at, names[at]!, nums[at]!, step, source, fresh);
+      for (; at < names.length; at++) fresh = this.add(at, names[at]!, nums[at]!, step, source, fresh, copies);
     } else {
       const values = rec.values;
-      for (const name in values) fresh = this.add(at++, name, values[name]!, step, source, fresh);
+      for (const name in values) fresh = this.add(at++, name, values[name]!, step, source, fresh, copies);
     }
     return fresh;
   }
@@ -154,7 +156,7 @@ export class RoundState {
    * equal to the last one there (a pointer comparison of interned names) needs no map lookup.
    * Returns `fresh`, with `name` added when the series is new.
    */
-  private add(at: number, name: string, value: number, step: number, source: string, fresh: string[]): string[] {
+  private add(at: number, name: string, value: number, step: number, source: string, fresh: string[], copies: boolean): string[] {
     let slot = this.lastNames[at] === name ? this.lastSlots[at] : undefined;
     if (slot === undefined) {
       slot = this.slots.get(name);
@@ -175,6 +177,8 @@ export class RoundState {
     // A state saved before owners were kept: the first file to write a series claims it.
     slot.owner ??= source;
     if (slot.owner !== source && !this.continues(slot, source)) this.duplicates++;
+    // One source of two files writing the same steps: the first value of a step counts, its copy does not.
+    else if (copies && slot.stats.latest !== null && step <= slot.stats.latest) this.duplicates++;
     else slot.stats.add(step, value);
     return fresh;
   }

@@ -15,6 +15,8 @@ export interface RecordContext {
   file: string;
   /** Its rows are whole steps logged with the trainer's time: debug samples written before one are of its step (debug-steps.ts). */
   clock?: boolean;
+  /** Its files write the same steps (a W&B run file and its console copy): a step it writes again is a copy, dropped. */
+  copies?: boolean;
 }
 
 /** What a record changed that is worth a log line. */
@@ -148,7 +150,7 @@ export class RunState {
         }
         if (this.crashes.size > 0) this.crashes.delete(ctx.file);
         const step = rec.step ?? (round.lastStep ?? 0) + 1;
-        let fresh = round.apply(rec, step, now, ctx.file, ctx.format);
+        let fresh = round.apply(rec, step, now, ctx.file, ctx.format, ctx.copies === true);
         // The debug samples written before this row are of its step.
         const samples =
           ctx.clock === true && ctx.round !== null && rec.time !== undefined ? this.debug.row(ctx.role, ctx.round, step, rec.time) : null;

@@ -35,16 +35,24 @@ const WANDB_RUN_DIR = /^(?:offline-)?run-\d{8}_\d{6}-\w+$/;
 /** What W&B keeps in `wandb/` beside its run folders: `latest-run` links to one of them, `debug*.log` to its debug logs. */
 const WANDB_LINKS = /^(?:latest-run|debug(?:-internal|-cli\..*)?\.log)$/;
 
+/** Whether a folder is a W&B run folder (`wandb/run-<ts>-<id>`). */
+export function isWandbRunDir(dir: string): boolean {
+  return WANDB_RUN_DIR.test(path.basename(dir)) && path.basename(path.dirname(dir)) === 'wandb';
+}
+
 /**
  * W&B's own files beside its runs' run files: in `wandb/`, `latest-run` (a link to one of its run
  * folders: each is read once, by its own name) and the links to W&B's debug logs; in a run folder,
- * everything but `run-<id>.wandb` (`files/` holds W&B's copies of the console and the config,
- * `logs/` its debug logs).
+ * everything but `run-<id>.wandb` and, in `files/`, `output.log` (W&B's copy of the console, read
+ * with its run file: Pipeline.trackAt); the rest of `files/` is W&B's copies of the config and
+ * requirements, `logs/` its debug logs.
  */
 export function wandbInternal(dir: string, name: string): boolean {
   const parent = path.basename(dir);
   if (parent === 'wandb') return WANDB_LINKS.test(name);
-  return WANDB_RUN_DIR.test(parent) && path.basename(path.dirname(dir)) === 'wandb' && !name.endsWith('.wandb');
+  if (isWandbRunDir(dir)) return !name.endsWith('.wandb') && name !== 'files';
+  if (parent === 'files' && isWandbRunDir(path.dirname(dir))) return name !== 'output.log';
+  return false;
 }
 
 async function head(file: string): Promise<string> {

@@ -16,6 +16,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { isWandbRunDir } from './discover.js';
 import { createParser, inputOf, type FileKind } from '../parsers/index.js';
 import { isMalformed, type FormatId, type LineParser, type ParserOptions } from '../parsers/types.js';
 import type { FilePlace } from './place.js';
@@ -163,6 +164,13 @@ export interface WandbHead {
 export function wandbRoot(file: string): string | null {
   const wandb = path.dirname(path.dirname(file));
   return path.basename(wandb) === 'wandb' ? path.dirname(wandb) : null;
+}
+
+/** The W&B run folder whose console copy (`<run folder>/files/output.log`) a file is, or null. */
+export function wandbConsoleOf(file: string): string | null {
+  if (path.basename(file) !== 'output.log' || path.basename(path.dirname(file)) !== 'files') return null;
+  const run = path.dirname(path.dirname(file));
+  return isWandbRunDir(run) ? run : null;
 }
 
 const NAMED_ROUND = /round[_-]?(\d+)/i;
