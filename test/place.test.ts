@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 import { placeFile } from '../src/sources/place.js';
+import { tempDir } from './helpers/fs.js';
 
 test('role, round and run folder from the path (SPEC 3.1)', () => {
   const cases: [string, ReturnType<typeof placeFile>][] = [
@@ -38,4 +41,23 @@ test('role, round and run folder from the path (SPEC 3.1)', () => {
 test('a single file named on the command line is its own run unless its folders say otherwise', () => {
   assert.deepEqual(placeFile('/tmp/verl.log', 'text', true), { run: '/tmp/verl.log', role: 'unknown', round: null });
   assert.deepEqual(placeFile('/r/outputs/selector_round1/train.log', 'text', true), { run: '/r', role: 'selector', round: 1 });
+});
+
+test("the official scripts' console logs: role from the name, round from the order of the time stamps among that role's logs", () => {
+  const dir = tempDir();
+  const logs = path.join(dir, 'logs');
+  mkdirSync(logs);
+  for (const n of [
+    'selector_training_20261201_100000.log',
+    'generator_training_20261201_110000.log',
+    'selector_training_20261201_120000.log',
+  ])
+    writeFileSync(path.join(logs, n), '');
+  assert.deepEqual(placeFile(path.join(logs, 'selector_training_20261201_100000.log'), 'text'), { run: dir, role: 'selector', round: 1 });
+  assert.deepEqual(placeFile(path.join(logs, 'generator_training_20261201_110000.log'), 'text'), { run: dir, role: 'generator', round: 1 });
+  assert.deepEqual(placeFile(path.join(logs, 'selector_training_20261201_120000.log'), 'text'), { run: dir, role: 'selector', round: 2 });
+  // A later invocation's log leaves the earlier rounds as they were.
+  writeFileSync(path.join(logs, 'selector_training_20261201_140000.log'), '');
+  assert.equal(placeFile(path.join(logs, 'selector_training_20261201_120000.log'), 'text').round, 2);
+  assert.equal(placeFile(path.join(logs, 'selector_training_20261201_140000.log'), 'text').round, 3);
 });

@@ -44,6 +44,26 @@ describe('the simulated training in the official layout', () => {
     assert.equal(all.filter((f) => /^filtered_data\/filtered_(ids_)?\d{8}_\d{6}\.jsonl?$/.test(f)).length, 2);
     assert.ok(!all.some((f) => f.endsWith('reward_history.jsonl') || f.startsWith('outputs/') || f.startsWith('configs/')));
     assert.ok(!existsSync(path.join(dir, 'outputs')));
+    // The scripts' console logs hold no step: each is a round of its role, and said to be read from W&B.
+    const run = analyzeJson([dir]).doc.runs[0]!;
+    assert.deepEqual(
+      run.problems.map((p) => [path.basename(p.path).replace(/\d{8}_\d{6}/, 'TS'), p.reason]),
+      [
+        ['generator_training_TS.log', "no step lines: the run's steps were read from its W&B files"],
+        ['generator_training_TS.log', "no step lines: the run's steps were read from its W&B files"],
+        ['selector_training_TS.log', "no step lines: the run's steps were read from its W&B files"],
+        ['selector_training_TS.log', "no step lines: the run's steps were read from its W&B files"],
+      ],
+    );
+    assert.deepEqual(
+      run.files.filter((f) => f.path.includes('/logs/')).map((f) => [path.basename(f.path).split('_')[0], f.round]),
+      [
+        ['generator', 1],
+        ['generator', 2],
+        ['selector', 1],
+        ['selector', 2],
+      ],
+    );
   });
 
   test('every scenario: the same findings, at the same rounds and steps, from the W&B layout as from the canonical one', async () => {

@@ -120,7 +120,19 @@ export async function analyzePaths(
       const reason = src.input.read === 'document' ? `not read${why}` : `every line (${c.lines}) was malformed${why}`;
       notRead.push({ path: src.file, run: src.place.run, reason });
     } else if (c.records === 0 && c.malformed === 0 && src.input.wholeRun === true) {
-      notRead.push({ path: src.file, run: src.place.run, reason: c.lines === 0 ? 'empty' : NO_STEP_LINES });
+      // A console log beside the run files whose steps were read (BAR-RAG's official scripts log to W&B only).
+      const logged =
+        pipeline.registry
+          .get(src.place.run)
+          ?.formatsByRecords()
+          .filter((f) => f === 'wandb' || f === 'tensorboard') ?? [];
+      const reason =
+        c.lines === 0
+          ? 'empty'
+          : logged.length > 0
+            ? `no step lines: the run's steps were read from its ${logged.map((f) => (f === 'wandb' ? 'W&B' : 'TensorBoard')).join(' and ')} files`
+            : NO_STEP_LINES;
+      notRead.push({ path: src.file, run: src.place.run, reason });
     } else if (c.longLines > 0) {
       notRead.push({ path: src.file, run: src.place.run, reason: `${c.longLines} line(s) over parse.max_line_bytes skipped` });
     }

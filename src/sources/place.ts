@@ -5,6 +5,7 @@
  * every container folder (outputs, configs, logs, debug_logs, rewards, tensorboard, role/round folders). Where
  * the folders do not name role and round, the file name may (`rewards/selector_round1_reward_history.jsonl`).
  */
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { inputOf, type FileKind } from '../parsers/index.js';
 import type { Role } from '../parsers/types.js';
@@ -44,6 +45,30 @@ const CONTAINERS = new Set([
 /** Role and round in a file's own name: `selector_round1_reward_history`, `train_generator-round-2`, `round3_selector`. */
 const NAME_ROLE_ROUND = /(?:^|[_.-])(selector|generator)[_-]?round[_-]?(\d+)(?=$|[_.-])/i;
 const NAME_ROUND_ROLE = /(?:^|[_.-])round[_-]?(\d+)[_-]?(selector|generator)(?=$|[_.-])/i;
+
+/** BAR-RAG's official scripts' console logs: `logs/selector_training_<ts>.log`, one per invocation. */
+const ROLE_TRAINING = /^(selector|generator)_training_(.+)\.log$/i;
+
+/**
+ * The round of a console log of the official scripts: its place, by its time stamp, among the
+ * logs of its role beside it (the k-th selector_training log is selector round k). A later
+ * invocation's log sorts after the earlier ones, so a round keeps its number as logs are added.
+ */
+function invocationRound(file: string, role: string): number {
+  const base = path.basename(file);
+  let earlier = 0;
+  let names: string[];
+  try {
+    names = readdirSync(path.dirname(file));
+  } catch {
+    return 1;
+  }
+  for (const n of names) {
+    const m = ROLE_TRAINING.exec(n);
+    if (m !== null && m[1]!.toLowerCase() === role && n < base) earlier++;
+  }
+  return earlier + 1;
+}
 
 function isContainer(name: string): boolean {
   return CONTAINERS.has(name.toLowerCase()) || ROLE_ROUND.test(name) || ROUND_ROLE.test(name) || ROUND.test(name) || ROLE.test(name);
@@ -93,6 +118,9 @@ export function placeFile(file: string, kind: FileKind, single = false): FilePla
     } else if ((m = NAME_ROUND_ROLE.exec(base)) !== null) {
       role = role === 'unknown' ? roleOf(m[2]!) : role;
       round = Number(m[1]);
+    } else if ((m = ROLE_TRAINING.exec(base)) !== null && (role === 'unknown' || role === roleOf(m[1]!))) {
+      role = roleOf(m[1]!);
+      round = invocationRound(abs, role);
     }
   }
   if (role === 'unknown') role = inputOf(kind).role ?? 'unknown';

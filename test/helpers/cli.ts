@@ -75,7 +75,8 @@ export interface RunDoc {
   settings: Record<string, unknown>;
   rollouts: { k: number } | null;
   filter: Record<string, number | null> | null;
-  files: { path: string; format: string; malformed: number; records: number }[];
+  files: { path: string; format: string; malformed: number; records: number; role: string; round: number | null }[];
+  problems: { path: string; reason: string }[];
 }
 
 export interface AnalyzeDoc {
