@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statS
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeWandbRecord, wandbRecords, wandbRow, type WandbRecord, type WandbRow } from '../src/parsers/wandb-log.js';
+import { decodeWandbRecord, jsonNumberAt, wandbRecords, wandbRow, type WandbRecord, type WandbRow } from '../src/parsers/wandb-log.js';
 import { placeWandbRuns } from '../src/sources/runs.js';
 import { RunState, type RunJSON } from '../src/runs/run.js';
 import type { StatsOptions } from '../src/runs/series.js';
@@ -430,4 +430,43 @@ test("W&B's console copy (files/output.log) read with its run file: ahead of the
   assert.deepEqual([round.series['critic/score/mean']!.summary.n, round.steps], [80, 80], 'each step once');
   assert.deepEqual([series.n, series.last_step], [80, 80]);
   assert.ok(Math.abs(series.mean! - round.series['critic/score/mean']!.summary.mean) < 1e-12);
+});
+
+test('value_json numbers read in place equal Number() of their text, bit for bit; what is not a number is left to the JSON reader', () => {
+  let seed = 12345;
+  const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const texts: string[] = [
+    '0',
+    '-0',
+    '1',
+    '-1',
+    '0.5',
+    '1e5',
+    '1E-7',
+    '-2.5e+3',
+    '123456789012345',
+    '0.000123',
+    '1e22',
+    '1e23',
+    '9007199254740993',
+    'NaN',
+    'Infinity',
+    '-Infinity',
+  ];
+  for (let k = 0; k < 20_000; k++) {
+    const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 16 - 8);
+    texts.push(
+      String(x),
+      x.toFixed(Math.floor(rand() * 10)),
+      x.toExponential(Math.floor(rand() * 15)),
+      String(Math.fround(x)),
+      String(Math.round(x * 1e4) / 1e4),
+    );
+  }
+  for (const t of texts) {
+    const got = jsonNumberAt(Buffer.from(t, 'latin1'), 0, t.length);
+    assert.ok(Object.is(got, Number(t)), `${t}: ${got} vs ${Number(t)}`);
+  }
+  for (const t of ['"a"', 'true', '{"a": 1}', '[1]', 'null', '', '-', '1e', '.5x'])
+    assert.equal(jsonNumberAt(Buffer.from(t, 'latin1'), 0, t.length), undefined, t);
 });

@@ -12,7 +12,7 @@
  * yet", and reading resumes at the start of the record it belongs to.
  */
 import { crc32 } from 'node:zlib';
-import { canonicalKey, END_OF_TRAINING, trainTag } from './keys.js';
+import { canonicalKey, END_OF_TRAINING, ListedRecord, trainTag } from './keys.js';
 import { settingsOf } from './run-config.js';
 import type { FormatId, Framing, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
 import { defineInput } from './types.js';
@@ -218,6 +218,23 @@ function lengthEnd(b: Uint8Array, at: number[], limit: number): number {
   return end;
 }
 
+/**
+ * The next length-delimited field of a message before `limit`, fields of other wire types
+ * skipped: its number (0 at the end), `at[0]` at its value and `end[0]` where the value ends.
+ */
+function nextBytes(b: Uint8Array, at: number[], limit: number, end: number[]): number {
+  while (at[0]! < limit) {
+    const t = varintAt(b, at);
+    if ((t & 7) !== 2) {
+      skipValue(b, at, t & 7, limit);
+      continue;
+    }
+    end[0] = lengthEnd(b, at, limit);
+    return t >>> 3;
+  }
+  return 0;
+}
+
 interface Sliceable {
   utf8Slice(start: number, end: number): string;
 }
@@ -235,7 +252,7 @@ export class KeyCache {
   private bytes: Uint8Array[] = [];
   private strs: string[] = [];
 
-  key(i: number, b: Uint8Array, start: number, end: number): string {
+  key(i: number, b: Uint8Array, start: number, end: number, text: () => string = () => asText(b, start, end)): string {
     const old = this.bytes[i];
     const len = end - start;
     if (old !== undefined && old.length === len) {
@@ -243,7 +260,7 @@ export class KeyCache {
       while (j < len && old[j] === b[start + j]) j++;
       if (j === len) return this.strs[i]!;
     }
-    const s = asText(b, start, end);
+    const s = text();
     if (i < 4096) {
       this.bytes[i] = b.slice(start, end);
       this.strs[i] = s;
@@ -268,14 +285,10 @@ export function decodeHistoryRow(b: Uint8Array, keys?: KeyCache): { step: number
     const hEnd = lengthEnd(b, at, b.length);
     const items: WandbItem[] = [];
     let step: number | null = null;
-    while (at[0]! < hEnd) {
-      const t = varintAt(b, at);
-      if ((t & 7) !== 2) {
-        skipValue(b, at, t & 7, hEnd);
-        continue;
-      }
-      const end = lengthEnd(b, at, hEnd);
-      if (t >>> 3 === 1) {
+    const ends = [0];
+    for (let no = nextBytes(b, at, hEnd, ends); no !== 0; no = nextBytes(b, at, hEnd, ends)) {
+      const end = ends[0]!;
+      if (no === 1) {
         let key = '';
         let nested: string | null = null;
         let json = '';
@@ -293,7 +306,7 @@ export function decodeHistoryRow(b: Uint8Array, keys?: KeyCache): { step: number
           at[0] = fEnd;
         }
         items.push({ key: nested ?? key, json });
-      } else if (t >>> 3 === 2) {
+      } else if (no === 2) {
         while (at[0]! < end) {
           const st = varintAt(b, at);
           if (st === 8) step = varintAt(b, at);
@@ -439,6 +452,72 @@ export function wandbRow(
   return { step: declaredStep ? declared : step, time, values, skipped, summary };
 }
 
+/** Powers of ten a double holds exactly. */
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
+interface Latin1Sliceable {
+  latin1Slice(start: number, end: number): string;
+}
+
+/**
+ * A value_json that is a number, read from its bytes: undefined when it is anything else (a
+ * string, an object, `true`...). Up to 15 significant digits and a power of ten up to 22 are read
+ * exactly in place (the integer of the digits times or over an exact power of ten: one rounding,
+ * as the correctly rounded parse gives); longer numbers through Number() of their text.
+ */
+export function jsonNumberAt(b: Uint8Array, start: number, end: number): number | undefined {
+  let i = start;
+  if (i >= end) return undefined;
+  let neg = false;
+  if (b[i] === 45) {
+    neg = true;
+    i++;
+  }
+  const c0 = b[i];
+  if (c0 === 78) return end - i === 3 && b[i + 1] === 97 && b[i + 2] === 78 ? NaN : undefined; // NaN
+  if (c0 === 73) return end - i === 8 && b[i + 7] === 121 ? (neg ? -Infinity : Infinity) : undefined; // Infinity
+  if (c0 === undefined || c0 < 48 || c0 > 57) return undefined;
+  // Longer than 15 digits can be read exactly in place (Python writes most floats with 16 or 17): Number() of the text.
+  if (end - i > 17) {
+    const n = Number((b as unknown as Latin1Sliceable).latin1Slice?.(start, end) ?? Buffer.from(b.subarray(start, end)).toString('latin1'));
+    return Number.isNaN(n) ? undefined : n;
+  }
+  let m = 0;
+  let digits = 0;
+  let exp = 0;
+  let dot = false;
+  let any = false;
+  for (; i < end; i++) {
+    const c = b[i]!;
+    if (c >= 48 && c <= 57) {
+      any = true;
+      if (digits > 0 || c !== 48) {
+        digits++;
+        if (digits <= 15) m = m * 10 + (c - 48);
+        else if (!dot) exp++;
+      }
+      if (dot && digits <= 15) exp--;
+    } else if (c === 46 && !dot) dot = true;
+    else break;
+  }
+  if (!any) return undefined;
+  if (i < end) {
+    if (b[i] !== 101 && b[i] !== 69) return undefined;
+    i++;
+    let eneg = false;
+    if (b[i] === 45 || b[i] === 43) eneg = b[i++] === 45;
+    let e = 0;
+    const from = i;
+    for (; i < end && b[i]! >= 48 && b[i]! <= 57 && e < 10_000; i++) e = e * 10 + (b[i]! - 48);
+    if (i === from || i < end) return undefined;
+    exp += eneg ? -e : e;
+  }
+  let v: number;
+  if (digits <= 15 && exp >= -22 && exp <= 22) v = exp < 0 ? m / POW10[-exp]! : m * POW10[exp]!;
+  else v = Number((b as unknown as Latin1Sliceable).latin1Slice?.(start, end) ?? Buffer.from(b.subarray(start, end)).toString('latin1'));
+  return neg && v === v ? -Math.abs(v) : v;
+}
+
 /**
  * A W&B run file's records as barwatch's: each history row a metric record at its step (`_step`,
  * or the key a define_metric made the step: TRL's `train/global_step`), at the trainer's
@@ -469,6 +548,14 @@ export class WandbParser implements RecordParser {
     const g = this.grown;
     for (const bytes of data) {
       g.bytes += bytes.length + CHUNK_HEADER;
+      try {
+        if (this.fastRow(bytes, out)) {
+          g.rows++;
+          continue;
+        }
+      } catch {
+        // Not a history row it can read: the general decoder decides, and counts what it cannot read.
+      }
       let r: WandbRecord;
       try {
         r = decodeWandbRecord(bytes, this.keys);
@@ -527,6 +614,136 @@ export class WandbParser implements RecordParser {
     }
     return name;
   };
+
+  /** The series names of the last row's keys by their place, and whether they are all distinct (see fastRow). */
+  private rowKeys: string[] = [];
+  private rowNames: (string | null)[] = [];
+  private rowNamesOut: string[] = [];
+  private rowItems = -1;
+  private rowUnique = true;
+
+  /**
+   * The hot path of a long run: a history row of plain numbers under flat keys read straight from
+   * its bytes into a ListedRecord (no item objects, no value text for numbers up to 15 digits, the
+   * names of the last row's keys reused). False, having written nothing, for a record it does not
+   * read (another record kind, a nested key, a histogram, a string): then wandbRow reads it.
+   */
+  private fastRow(b: Uint8Array, out: ParsedRecord[]): boolean {
+    const at = [0];
+    if (b.length === 0) return false;
+    // A Record's history (field 2), after its number (field 1) and other leading varints.
+    let tag = varintAt(b, at);
+    while ((tag & 7) === 0) {
+      varintAt(b, at);
+      if (at[0]! >= b.length) return false;
+      tag = varintAt(b, at);
+    }
+    if (tag !== 18) return false;
+    const hEnd = lengthEnd(b, at, b.length);
+    const nums: number[] = [];
+    let step: number | null = null;
+    let declaredValue: number | null = null;
+    let time: number | null = null;
+    let summary = false;
+    let i = 0;
+    let same = true;
+    // Steps declared per key (define_metric with a name) are the general path's.
+    if (this.declared > 0) return false;
+    const stepKey = this.stepOfAll;
+    const ends = [0];
+    for (let no = nextBytes(b, at, hEnd, ends); no !== 0; no = nextBytes(b, at, hEnd, ends)) {
+      const end = ends[0]!;
+      if (no !== 1) {
+        at[0] = end;
+        continue;
+      }
+      // An item: key (1) or nested_key (2, its parts one after the other), value_json (16).
+      let key: string | null = null;
+      let vStart = -1;
+      let vEnd = -1;
+      let nStart = -1;
+      let nEnd = -1;
+      while (at[0]! < end) {
+        const fieldAt = at[0]!;
+        const ft = varintAt(b, at);
+        if ((ft & 7) !== 2) return false;
+        const fEnd = lengthEnd(b, at, end);
+        const no = ft >>> 3;
+        if (no === 1) key = this.keys.key(i, b, at[0]!, fEnd);
+        else if (no === 16) {
+          vStart = at[0]!;
+          vEnd = fEnd;
+        } else if (no === 2) {
+          if (nStart < 0) nStart = fieldAt;
+          else if (nEnd !== fieldAt) return false;
+          nEnd = fEnd;
+        }
+        at[0] = fEnd;
+      }
+      if (nStart >= 0) {
+        if (key !== null) return false;
+        // The parts' bytes (tags included) are the cache's key; their text joined with '/' its value.
+        const from = nStart;
+        const to = nEnd;
+        key = this.keys.key(i, b, from, to, () => {
+          const parts: string[] = [];
+          const p = [from];
+          while (p[0]! < to) {
+            varintAt(b, p);
+            const e = lengthEnd(b, p, to);
+            parts.push(asText(b, p[0]!, e));
+            p[0] = e;
+          }
+          return parts.join('/');
+        });
+      }
+      if (key === null || vStart < 0 || key.endsWith('/_type')) return false;
+      const special = key === '_runtime' || key === '_step' || key === '_timestamp' || key === stepKey;
+      if (this.rowKeys[i] !== key) {
+        same = false;
+        this.rowKeys[i] = key;
+        this.rowNames[i] = special ? null : this.rename(key);
+      }
+      i++;
+      if (key === '_runtime') continue;
+      const v = jsonNumberAt(b, vStart, vEnd);
+      if (v === undefined) return false;
+      if (key === '_step') step ??= v;
+      else if (key === '_timestamp') time = Math.round(v * 1000);
+      else if (key === stepKey && stepKey !== '_step') {
+        if (Number.isFinite(v)) declaredValue = v;
+      } else if (this.rowNames[i - 1] === null) summary = true;
+      else nums.push(v);
+    }
+    const rowStep = stepKey !== null && stepKey !== '_step' ? declaredValue : step;
+    if (rowStep === null) return false;
+    if (!same || this.rowItems !== i) {
+      // The keys changed: their names again, in order, and whether two keys give one name.
+      this.rowKeys.length = i;
+      this.rowNames.length = i;
+      this.rowItems = i;
+      const names: string[] = [];
+      for (let k = 0; k < i; k++) {
+        const key = this.rowKeys[k]!;
+        const name = this.rowNames[k];
+        if (name === null || name === undefined || key === '_runtime' || key === '_step' || key === '_timestamp' || key === stepKey)
+          continue;
+        names.push(name);
+      }
+      this.rowNamesOut = names;
+      this.rowUnique = new Set(names).size === names.length;
+    }
+    if (!this.rowUnique || nums.length !== this.rowNamesOut.length) return false;
+    if (summary) out.push({ kind: 'finished' });
+    if (nums.length === 0) return true;
+    const rec = new ListedRecord(rowStep, this.rowNamesOut, nums);
+    if (time !== null) {
+      rec.time = time;
+      this.seen(time);
+    }
+    out.push(rec);
+    return true;
+  }
 
   private row(items: readonly WandbItem[], out: ParsedRecord[]): void {
     const row = wandbRow(items, this.stepKey(items), this.rename);
