@@ -261,6 +261,25 @@ test('web page in a browser', { skip: SKIP }, async (t) => {
     await page.setViewportSize({ width: 1200, height: 900 });
     st.diagnostic(`screenshots in ${shots}`);
   });
+  await t.test(
+    "a run of BAR-RAG's official scripts, written to W&B as it goes: the runs list says how far behind its file is",
+    async () => {
+      const run = path.join(root, 'runs', 'official');
+      const writer = spawn(process.execPath, [BIN, 'simulate', run, '--logger', 'wandb', '--seed', '2', '--speed', '10'], {
+        stdio: 'ignore',
+      });
+      after(() => writer.kill());
+      await page.goto(base);
+      const cell = page.locator(`tr[data-run="${run}"] td[data-behind]`);
+      await cell.waitFor({ timeout: 60_000 });
+      assert.match((await cell.textContent()) ?? '', /\(W&B: ~\d+ steps behind\)/);
+      assert.match(
+        (await cell.getAttribute('title')) ?? '',
+        /^W&B writes its log in 32 KiB blocks: rows after step \d+ appear when the block fills, here about \d+ step\(s\)/,
+      );
+      writer.kill();
+    },
+  );
   assert.equal(await d.stop(), 0);
 });
 

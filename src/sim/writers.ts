@@ -177,6 +177,27 @@ class TrainerClock {
 const WORKERS = 2;
 
 /**
+ * The timing and throughput keys verl logs every step beside its metrics (no detector reads them):
+ * they give the simulated rows a real row's size, so a 32 KiB block holds about as many steps as a
+ * real run's and the file's lag shows as it does there.
+ */
+function timings(step: number): Record<string, number> {
+  const wobble = (k: number): number => f4(1 + 0.1 * Math.sin(step * 0.7 + k));
+  const out: Record<string, number> = {};
+  ['gen', 'reward', 'old_log_prob', 'ref', 'adv', 'update_actor', 'step', 'testing'].forEach(
+    (k, i) => (out[`timing_s/${k}`] = f4(wobble(i) * (5 + 3 * i))),
+  );
+  ['gen', 'update_actor', 'ref'].forEach((k, i) => (out[`timing_per_token_ms/${k}`] = f4(wobble(10 + i) * 0.02)));
+  out['perf/total_num_tokens'] = 250_000 + (step % 97) * 131;
+  out['perf/time_per_step'] = out['timing_s/step']!;
+  out['perf/throughput'] = f4(2200 * wobble(20));
+  out['perf/max_memory_allocated_gb'] = f4(61.5 * wobble(21));
+  out['perf/max_memory_reserved_gb'] = f4(70.2 * wobble(22));
+  out['perf/cpu_memory_used_gb'] = f4(120.4 * wobble(23));
+  return out;
+}
+
+/**
  * What BAR-RAG's `scripts/selector_training.sh` and `generator_training.sh` leave, alternated: one
  * W&B run per invocation (verl's `trainer.logger='["wandb"]'`, projects verl-selector-training
  * and verl-generator-training, the same experiment name every round), `wandb/latest-run`, the
@@ -318,6 +339,7 @@ export class OfficialWriter implements SimWriter {
           'critic/rewards/mean': f4(s.total.mean),
           'actor/pg_loss': f4(-s.total.sd / 10),
           'response_length/mean': 40 + 10 * s.formatP,
+          ...timings(step),
         },
         (this.clock.next() + 500) / 1000,
       ),
@@ -349,7 +371,7 @@ export class OfficialWriter implements SimWriter {
     this.run!.append(
       historyRecord(
         step,
-        { 'critic/score/mean': f4(s.reward), 'reward_extra_info/accuracy': f4(s.accuracy) },
+        { 'critic/score/mean': f4(s.reward), 'reward_extra_info/accuracy': f4(s.accuracy), ...timings(step) },
         (this.clock.next() + 500) / 1000,
       ),
     );
