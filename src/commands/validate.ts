@@ -37,6 +37,21 @@ export function registerValidate(program: Command): void {
               `${config.file}: notify.email.smtp.allow_plaintext_auth: warning: the password goes to ${smtp.host}:${smtp.port} without TLS when the server offers no STARTTLS\n`,
             );
         }
+        // Each webhook: its channel name, preset and where it posts (host and port only: the URL is a secret).
+        for (const w of config.notify.webhook ?? []) {
+          const u = new URL(w.url.reveal());
+          const port = u.port !== '' ? u.port : u.protocol === 'https:' ? '443' : '80';
+          const extras = [
+            w.secret !== undefined ? 'signed' : '',
+            Object.keys(w.headers).length > 0 ? `headers ${Object.keys(w.headers).join(', ')}` : '',
+            w.template !== undefined ? 'template' : '',
+          ]
+            .filter((x) => x !== '')
+            .join('; ');
+          process.stdout.write(
+            `${config.file}: ${w.name}: ${w.preset} to ${u.protocol}//${u.hostname}:${port}${extras !== '' ? ` (${extras})` : ''}\n`,
+          );
+        }
         process.stdout.write(`${config.file}: valid\n`);
         process.exitCode = EXIT.ok;
       } catch (err) {

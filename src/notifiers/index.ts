@@ -7,9 +7,10 @@ import { alertmanagerChannel } from './alertmanager/channel.js';
 import type { ChannelCommon, ChannelSpec } from './channel.js';
 import { emailChannel } from './email/channel.js';
 import { slackChannel } from './slack/channel.js';
+import { webhookChannel } from './webhook/channel.js';
 import type { Notifier } from './types.js';
 
-export const CHANNELS = [slackChannel, emailChannel, alertmanagerChannel] as const;
+export const CHANNELS = [slackChannel, emailChannel, alertmanagerChannel, webhookChannel] as const;
 
 type Channels = (typeof CHANNELS)[number];
 export type ChannelId = Channels['id'];

@@ -36,13 +36,16 @@ export interface ChannelResult {
 export async function sendSummary(config: SummaryConfig, notifiers: readonly SummaryChannel[], s: Summary): Promise<ChannelResult[]> {
   const out: ChannelResult[] = [];
   for (const channel of config.summary.channels) {
-    const n = notifiers.find((x) => x.name === channel);
-    if (n === undefined || n.sendSummary === undefined) {
+    // A channel of several notifiers (each webhook is `webhook:<name>`) sends the summary to each.
+    const ns = notifiers.filter((x) => (x.name === channel || x.name.startsWith(`${channel}:`)) && x.sendSummary !== undefined);
+    if (ns.length === 0) {
       out.push({ channel, ok: false, error: `notify.${channel} is not configured` });
       continue;
     }
-    const r = await n.sendSummary(s);
-    out.push(r.ok ? { channel, ok: true } : { channel, ok: false, error: r.error });
+    for (const n of ns) {
+      const r = await n.sendSummary!(s);
+      out.push(r.ok ? { channel: n.name, ok: true } : { channel: n.name, ok: false, error: r.error });
+    }
   }
   return out;
 }

@@ -11,6 +11,8 @@ export interface Captured {
   json: unknown;
   /** The Authorization header, when one was sent. */
   authorization?: string;
+  /** Every header, by its lower-case name. */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 /**
@@ -72,7 +74,7 @@ export class CaptureServer {
         } catch {
           // not JSON
         }
-        const cap: Captured = { method: req.method ?? '', path: req.url ?? '', body, json };
+        const cap: Captured = { method: req.method ?? '', path: req.url ?? '', body, json, headers: req.headers };
         if (req.headers.authorization !== undefined) cap.authorization = req.headers.authorization;
         this.requests.push(cap);
         const r = this.respond(cap, this.requests.length);
