@@ -58,6 +58,25 @@ export async function alertsView(root) {
       ),
       'Nothing sent since barwatch started.',
     ),
+    el('h2', {}, 'Actions run'),
+    table(
+      ['Action', 'Detector', 'Run', 'Command', 'State', 'Started (local time)', 'Exit', 'Output'],
+      (a.actions ?? []).map((x) =>
+        el(
+          'tr',
+          { 'data-action': x.action },
+          el('td', {}, x.action),
+          el('td', {}, x.detector),
+          el('td', {}, x.run),
+          el('td', {}, el('code', {}, x.command)),
+          el('td', {}, x.state),
+          el('td', {}, localTime(x.started_at)),
+          el('td', {}, x.exit_code === null ? '' : String(x.exit_code)),
+          el('td', {}, (x.error ?? '') + (x.output ? ` ${x.output.slice(0, 300)}` : '')),
+        ),
+      ),
+      'No action has run (actions are off unless configured).',
+    ),
   );
 }
 

@@ -7,9 +7,10 @@ import type { Finding } from '../detectors/types.js';
 import type { Logger } from '../util/log.js';
 import { dedupeKey, Dispatcher, newId, type DispatchOptions, type Sparkline } from './dispatch.js';
 import { AlertBook, type LifecycleOptions } from './lifecycle.js';
+import { Actions, type ActionSpec } from './actions.js';
 import { Outbox, type OutboxOptions } from './outbox.js';
 import { SilenceStore } from './silences.js';
-import type { Alert, Channel } from './types.js';
+import type { Alert, Channel, NotifiedAlert } from './types.js';
 import type { StateLayout } from '../state/layout.js';
 
 export interface AlertingOptions {
@@ -22,6 +23,8 @@ export interface AlertingOptions {
   now: () => number;
   outbox?: OutboxOptions;
   sparkline?: Sparkline;
+  /** Commands run when an alert fires (off by default). */
+  actions?: readonly ActionSpec[];
 }
 
 export interface AlertingJSON {
@@ -34,6 +37,7 @@ export class Alerting {
   readonly dispatcher: Dispatcher;
   readonly silences: SilenceStore;
   readonly outbox: Outbox;
+  readonly actions: Actions;
   private readonly log: Logger;
   /** When each refreshing channel last heard the firing alerts again. */
   private readonly lastRefresh = new Map<string, number>();
@@ -44,6 +48,7 @@ export class Alerting {
     this.log = opts.log.child({ component: 'alerting' });
     this.silences = new SilenceStore(opts.layout.silences, (m) => this.log.warn(m));
     this.outbox = new Outbox(opts.layout, new Map(opts.notifiers.map((n) => [n.name, n])), this.log, opts.now, opts.outbox);
+    this.actions = new Actions(opts.actions ?? [], opts.layout.actions, this.log, opts.now);
   }
 
   get channels(): string[] {
@@ -54,6 +59,7 @@ export class Alerting {
     this.book.restore(restored?.alerts);
     this.dispatcher.restore(restored?.groups);
     await this.outbox.init();
+    this.actions.init();
     // What was sent or queued after the checkpoint the state came from counts, not the checkpoint.
     this.dispatcher.reconcile(this.outbox.notifiedGroups());
   }
@@ -62,13 +68,16 @@ export class Alerting {
   async tick(findings: readonly Finding[]): Promise<void> {
     const now = this.opts.now();
     this.book.update(findings, now);
+    this.actions.consider(this.book, this.silences, now);
     const res = this.dispatcher.tick(this.book, this.silences, now, this.opts.sparkline);
     // With no channel configured nothing is sent anywhere but the console: the decisions are debug detail.
     const level = this.channels.length > 0 ? 'info' : 'debug';
     for (const d of res.decisions) {
       this.log[level]({ group: d.group, send: d.send, channels: this.channels }, `${d.send ? 'notify' : 'hold'}: ${d.reason}`);
     }
-    for (const n of res.notifications) {
+    for (const raw of res.notifications) {
+      // What was done about an alert goes with its next notification.
+      const n = this.actions.configured ? { ...raw, alerts: raw.alerts.map((a) => this.withActions(a)) } : raw;
       const epoch = n.reason === 'repeat interval elapsed' ? n.createdAt : '';
       for (const channel of this.channels) {
         await this.outbox.enqueue({ ...n, id: newId(), channel, dedupeKey: dedupeKey(channel, n, epoch) });
@@ -106,11 +115,26 @@ export class Alerting {
     }
   }
 
+  private withActions(a: NotifiedAlert): NotifiedAlert {
+    const done = this.actions.of(a.fingerprint);
+    if (done.length === 0) return a;
+    return {
+      ...a,
+      actions: done.map((r) => ({
+        action: r.action,
+        state: r.state,
+        command: r.command,
+        ...(r.exitCode !== undefined ? { exitCode: r.exitCode } : {}),
+      })),
+    };
+  }
+
   toJSON(): AlertingJSON {
     return { alerts: this.book.toJSON(), groups: this.dispatcher.toJSON() };
   }
 
   async close(): Promise<void> {
+    await this.actions.settled();
     for (const n of this.opts.notifiers) await n.close?.();
   }
 }

@@ -26,6 +26,8 @@ export type NotifiedAlert = Omit<Finding, 'series'> & {
   sparkline: string | null;
   startsAt: string;
   endsAt: string | null;
+  /** The actions run for it (alerting/actions.ts), as they stand when the notification is made. */
+  actions?: { action: string; state: string; command: string; exitCode?: number | null }[];
 };
 
 /** Why a notification is sent: what the dispatcher and the outbox decide on, and what the log says. */

@@ -52,6 +52,14 @@ export function registerValidate(program: Command): void {
             `${config.file}: ${w.name}: ${w.preset} to ${u.protocol}//${u.hostname}:${port}${extras !== '' ? ` (${extras})` : ''}\n`,
           );
         }
+        // Each action: exactly what runs, for which detector and severity.
+        for (const a of config.actions) {
+          const what =
+            typeof a.command === 'string' ? `/bin/sh -c ${JSON.stringify(a.command)}` : a.command.map((w) => JSON.stringify(w)).join(' ');
+          process.stdout.write(
+            `${config.file}: action ${a.name}: when ${a.detector === '*' ? 'any detector' : a.detector} fires at ${a.severity} or above (after alerting.for, not silenced), ${a.dryRun ? 'logs that it would run' : 'runs'} ${what} (${a.shell ? 'in a shell' : 'no shell'}, timeout ${a.timeoutMs / 1000} s, once per alert)\n`,
+          );
+        }
         process.stdout.write(`${config.file}: valid\n`);
         process.exitCode = EXIT.ok;
       } catch (err) {

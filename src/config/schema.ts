@@ -13,6 +13,7 @@ import type { ParserOptions } from '../parsers/types.js';
 import type { StatsOptions } from '../runs/series.js';
 import type { DispatchOptions } from '../alerting/dispatch.js';
 import type { LifecycleOptions } from '../alerting/lifecycle.js';
+import type { ActionSpec } from '../alerting/actions.js';
 import { parseDuration } from '../util/duration.js';
 import { NOTIFY_SHAPE, SUMMARY_CHANNELS, type ChannelId } from '../notifiers/index.js';
 
@@ -161,6 +162,53 @@ const log = z.strictObject({
 /** `detectors.<id>`, built from each detector's own declaration (detectors/params.ts). */
 const detectors = z.strictObject(Object.fromEntries(DETECTORS.map((d) => [d.id, detectorSchema(d).optional()])));
 
+/**
+ * `actions`: commands run when an alert fires (alerting/actions.ts). Off unless listed; each
+ * names the detector (or `*`) and the least severity it acts on.
+ */
+const DETECTOR_IDS: readonly string[] = DETECTORS.map((d) => d.id);
+const actions = z
+  .array(
+    z
+      .strictObject({
+        name: z
+          .string()
+          .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (at most 64)')
+          .optional(),
+        detector: z
+          .string()
+          .refine((d) => d === '*' || DETECTOR_IDS.includes(d), { message: `must be a detector id (${DETECTOR_IDS.join(', ')}) or *` }),
+        severity: z.enum(['info', 'warning', 'critical']).default('warning'),
+        /** The command's words (no shell; `{{run}}`, `{{detector}}`... filled in a word), or with shell: true one line for /bin/sh -c. */
+        command: z.union([z.array(z.string().min(1)).min(1), z.string().min(1)]),
+        shell: z.boolean().default(false),
+        timeout: boundedDuration('1s', '1h').default('60s'),
+        dry_run: z.boolean().default(false),
+      })
+      .superRefine((a, ctx) => {
+        if (typeof a.command === 'string' && !a.shell)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['command'],
+            message: 'is one line: give it as a list of words (run without a shell), or set shell: true',
+          });
+        if (Array.isArray(a.command) && a.shell)
+          ctx.addIssue({ code: 'custom', path: ['command'], message: 'with shell: true, give the command as one line' });
+      }),
+  )
+  .default([])
+  .transform((list) =>
+    list.map((a, i): ActionSpec => ({
+      name: a.name ?? `action-${i + 1}`,
+      detector: a.detector,
+      severity: a.severity,
+      command: a.command,
+      shell: a.shell,
+      timeoutMs: parseDuration(a.timeout)!,
+      dryRun: a.dry_run,
+    })),
+  );
+
 export const configSchema = z
   .strictObject({
     watch: watch.prefault({}),
@@ -173,6 +221,7 @@ export const configSchema = z
     http: http.prefault({}),
     log: log.prefault({}),
     detectors: detectors.prefault({}),
+    actions,
   })
   .transform(({ state_dir, parse, ...rest }) => ({ ...rest, stateDir: state_dir, parser: parse.parser, tail: parse.tail }));
 

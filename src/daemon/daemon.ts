@@ -386,6 +386,7 @@ export class Daemon {
       layout: this.layout,
       ...config.alerting,
       notifiers: this.notifierList,
+      actions: config.actions,
       log: this.log,
       now: this.now,
       sparkline: (a) => {

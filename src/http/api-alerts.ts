@@ -36,6 +36,23 @@ export function alertsJSON(src: WebSource): unknown {
     active: all.filter((x) => x.state !== 'resolved').map(view),
     resolved: all.filter((x) => x.state === 'resolved' && x.resolvedAt !== null && now - x.resolvedAt <= DAY_MS).map(view),
     deliveries: a.outbox.deliveries(),
+    // What the configured actions did (alerting/actions.ts), newest first.
+    actions: a.actions
+      .all()
+      .sort((x, y) => (x.startedAt < y.startedAt ? 1 : -1))
+      .map((r) => ({
+        action: r.action,
+        run: r.run,
+        detector: r.detector,
+        round: r.round,
+        command: r.command,
+        state: r.state,
+        started_at: r.startedAt,
+        ended_at: r.endedAt ?? null,
+        exit_code: r.exitCode ?? null,
+        output: r.output ?? '',
+        error: r.error ?? null,
+      })),
     outbox_depth: a.outbox.depth,
     channels: a.channels,
   };

@@ -50,7 +50,14 @@ export function plainText(n: Notification): string {
       if (a.sparkline) lines.push(a.sparkline);
       if (a.recommendation) lines.push(`Recommendation: ${a.recommendation}`);
     }
+    for (const x of a.actions ?? []) lines.push(actionLine(x));
     lines.push('');
   }
   return lines.join('\n');
+}
+
+/** What an action run for an alert did, in a line. */
+export function actionLine(x: NonNullable<NotifiedAlert['actions']>[number]): string {
+  const how = x.state === 'ok' ? 'done' : x.state === 'dry-run' ? 'dry run, nothing was run' : x.state;
+  return `Action ${x.action}: ${x.command} (${how}${x.exitCode !== undefined && x.exitCode !== null ? `, exit ${x.exitCode}` : ''})`;
 }

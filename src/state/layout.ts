@@ -24,6 +24,8 @@ export interface StateLayout {
   lock: string;
   /** The last nightly summary as one HTML file, for the page's link. */
   summary: string;
+  /** One JSON line per action started, and one when it ended (alerting/actions.ts). */
+  actions: string;
 }
 
 export function stateLayout(dir: string): StateLayout {
@@ -37,6 +39,7 @@ export function stateLayout(dir: string): StateLayout {
     silences: path.join(dir, 'silences.json'),
     lock: path.join(dir, 'lock'),
     summary: path.join(dir, 'summary.html'),
+    actions: path.join(dir, 'actions.jsonl'),
   };
 }
 
