@@ -172,6 +172,15 @@ describe('actions', () => {
       api.actions.map((x) => [x.action, x.detector, x.state]),
       [['stop', 'nonfinite-reward', 'interrupted']],
     );
+    // The webhook is a channel like the others: its delivery is in the record of what was sent.
+    const sent = readFileSync(path.join(dir, 'state', 'notifications.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { channel: string });
+    assert.ok(
+      sent.some((x) => x.channel === 'webhook:json'),
+      JSON.stringify(sent),
+    );
     assert.equal(await again.stop(), 0);
     assert.equal(readFileSync(marker, 'utf8'), 'nonfinite-reward\n', 'not run a second time');
     const records = readFileSync(path.join(dir, 'state', 'actions.jsonl'), 'utf8')

@@ -78,7 +78,7 @@ describe('notify.webhook presets against a loopback server', () => {
     assert.equal(j.msg_type, 'text');
     assert.equal(j.timestamp, String(Math.floor(clock / 1000)));
     assert.equal(j.sign, createHmac('sha256', `${j.timestamp}\nFEISHU-SECRET`).update('').digest('base64'));
-    assert.match(j.content.text, /\[CRITICAL\] boundary-share-low/);
+    assert.match(j.content.text, /^barwatch: \[CRITICAL\] boundary-share-low/);
     assert.ok(j.content.text.includes(RUN), 'the run as it is (text, not markup)');
     assert.match(j.content.text, /http:\/\/127\.0\.0\.1:9464\/#\/run\//);
     server.respond = () => ({
@@ -105,7 +105,7 @@ describe('notify.webhook presets against a loopback server', () => {
     assert.ok(req.path.includes(`sign=${encodeURIComponent(want)}`), 'the sign is URL-encoded');
     const j = req.json as { msgtype: string; markdown: { title: string; text: string } };
     assert.equal(j.msgtype, 'markdown');
-    assert.match(j.markdown.title, /\[CRITICAL\] boundary-share-low/);
+    assert.match(j.markdown.title, /^barwatch: \[CRITICAL\] boundary-share-low/);
     assert.match(j.markdown.text, /\*\*CRITICAL\*\* `boundary-share-low` \(round 2, step 120\)/);
     assert.ok(j.markdown.text.includes('\\<b\\>'), 'markup in the run path escaped');
     server.respond = () => ({ status: 200, body: '{"errcode":130101,"errmsg":"send too fast, exceed 20 times per minute"}' });
@@ -123,6 +123,7 @@ describe('notify.webhook presets against a loopback server', () => {
     const j = last().json as { msgtype: string; markdown: { content: string } };
     assert.equal(j.msgtype, 'markdown');
     assert.ok(Buffer.byteLength(j.markdown.content, 'utf8') <= 4096, `${Buffer.byteLength(j.markdown.content, 'utf8')} bytes`);
+    assert.ok(j.markdown.content.startsWith('**barwatch: '), 'the keyword in the first line');
     assert.ok(j.markdown.content.endsWith('…'));
     server.respond = () => ({ status: 200, body: '{"errcode":45009,"errmsg":"api freq out of limit"}' });
     const r1 = await hook('wecom').send(notification());

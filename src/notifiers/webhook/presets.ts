@@ -89,7 +89,8 @@ function severityWord(a: NotifiedAlert): string {
 /** The alerts as markdown lines: what each is, where, what it says, and what to do. */
 function markdown(n: Notification, ctx: PresetContext): string {
   if (n.test === true) return '**barwatch test notification**\n\nThis is a test notification from barwatch: this channel works.';
-  const lines = [`**${escapeMarkdown(title(n))}**`];
+  // "barwatch" in the heading: a robot whose security setting is a keyword check takes the keyword barwatch.
+  const lines = [`**barwatch: ${escapeMarkdown(title(n))}**`];
   for (const a of n.alerts) {
     const at = where(a);
     lines.push('', `**${severityWord(a)}** \`${a.detector}\`${at ? ` (${at})` : ''}`, `Run: ${escapeMarkdown(a.run)}`);
@@ -143,7 +144,7 @@ const feishu: Preset = {
   ],
   build(n, ctx) {
     const text = fitBytes(plainText(n).trimEnd() + linksOf(n, ctx), 18_000);
-    return signedFeishu({ msg_type: 'text', content: { text: `${title(n)}\n\n${text}` } }, ctx);
+    return signedFeishu({ msg_type: 'text', content: { text: `barwatch: ${title(n)}\n\n${text}` } }, ctx);
   },
   summary(s, ctx) {
     return signedFeishu({ msg_type: 'text', content: { text: fitBytes(`${s.subject}\n\n${s.text}`, 18_000) } }, ctx);
@@ -190,7 +191,7 @@ const dingtalk: Preset = {
   rates: [{ count: 20, ms: 60_000 }],
   build(n, ctx) {
     return dingtalkOut(
-      { msgtype: 'markdown', markdown: { title: fitBytes(title(n), 200), text: fitBytes(markdown(n, ctx), 19_000) } },
+      { msgtype: 'markdown', markdown: { title: fitBytes(`barwatch: ${title(n)}`, 200), text: fitBytes(markdown(n, ctx), 19_000) } },
       ctx,
     );
   },
