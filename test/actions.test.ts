@@ -15,6 +15,7 @@ import type { SilenceStore } from '../src/alerting/silences.js';
 import type { Alert } from '../src/alerting/types.js';
 import { silentLogger } from '../src/util/log.js';
 import { plainText } from '../src/notifiers/render.js';
+import { barwatch } from './helpers/cli.js';
 import { DaemonProcess } from './helpers/daemon.js';
 import { tempDir } from './helpers/fs.js';
 import { CaptureServer } from './helpers/servers.js';
@@ -217,4 +218,29 @@ describe('actions', () => {
     };
     assert.match(plainText(n), /Action stop: scancel 42 \(failed, exit 1\)/);
   });
+});
+
+test('validate prints exactly what each action runs, for which detector and severity, and refuses a line without shell or an unknown detector', () => {
+  const dir = tempDir();
+  const ok = path.join(dir, 'ok.yaml');
+  writeFileSync(
+    ok,
+    'actions:\n  - {name: stop-job, detector: no-learning-signal, severity: critical, command: [scancel, "{{run}}"], timeout: 30s}\n  - {detector: "*", command: \'kill -TERM "$(cat /tmp/train.pid)"\', shell: true, dry_run: true}\n',
+  );
+  const r = barwatch(['validate', '--config', ok]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(
+    r.stdout,
+    /action stop-job: when no-learning-signal fires at critical or above \(after alerting\.for, not silenced\), runs "scancel" "\{\{run\}\}" \(no shell, timeout 30 s, once per alert\)/,
+  );
+  assert.match(
+    r.stdout,
+    /action action-2: when any detector fires at warning or above .*logs that it would run \/bin\/sh -c "kill -TERM \\"\$\(cat \/tmp\/train\.pid\)\\"" \(in a shell/,
+  );
+  const bad = path.join(dir, 'bad.yaml');
+  writeFileSync(bad, 'actions:\n  - {detector: nope, command: "scancel 1"}\n');
+  const no = barwatch(['validate', '--config', bad]);
+  assert.equal(no.status, 2);
+  assert.match(no.stderr, /actions\[0\]\.detector: must be a detector id/);
+  assert.match(no.stderr, /actions\[0\]\.command: is one line: give it as a list of words \(run without a shell\), or set shell: true/);
 });
