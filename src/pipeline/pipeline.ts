@@ -457,9 +457,16 @@ export class Pipeline {
 
   /** The run record of a W&B run file, from its first 64 KiB; null until it is written. */
   private async wandbHead(file: string): Promise<WandbHead | null> {
+    return (await this.wandbOpening(file)) ?? null;
+  }
+
+  /** The run record of a W&B run file: undefined while the file holds no complete record yet, null when its records hold none. */
+  private async wandbOpening(file: string): Promise<WandbHead | null | undefined> {
     const known = this.wandbHeads.get(file);
     if (known !== undefined) return known;
-    for (const rec of await firstRecords(file, WANDB_FRAMING)) {
+    const recs = await firstRecords(file, WANDB_FRAMING);
+    if (recs.length === 0) return undefined;
+    for (const rec of recs) {
       let r;
       try {
         r = decodeWandbRecord(rec);
@@ -578,7 +585,12 @@ export class Pipeline {
   private async readRound(file: string, hold: boolean): Promise<ReadOutcome> {
     const before = this.sources.get(file);
     if (before !== undefined && !this.opened.has(before)) await this.settleRuns(file);
-    if (before !== undefined && before.kind === 'wandb' && before.counters.records === 0) await this.settleWandb(before);
+    if (before !== undefined && before.kind === 'wandb' && before.counters.records === 0) {
+      // Not read before its first block is on disk: that block holds the run record that places it,
+      // and a read would otherwise take the rows a writer adds meanwhile to the file's path.
+      if ((await this.wandbOpening(before.file)) === undefined) return 'idle';
+      await this.settleWandb(before);
+    }
     // W&B's console copy is read once its run file is placed (its first block holds the run record).
     if (before !== undefined && before.counters.records === 0 && !(await this.copyPlaced(before))) return 'idle';
     const src = this.sources.get(file);
