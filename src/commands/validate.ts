@@ -1,4 +1,5 @@
 /** `barwatch validate`: checks a configuration and lists every problem. */
+import { endpointOf } from '../notifiers/answers.js';
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ConfigError, loadConfig } from '../config/load.js';
@@ -40,7 +41,6 @@ export function registerValidate(program: Command): void {
         // Each webhook: its channel name, preset and where it posts (host and port only: the URL is a secret).
         for (const w of config.notify.webhook ?? []) {
           const u = new URL(w.url.reveal());
-          const port = u.port !== '' ? u.port : u.protocol === 'https:' ? '443' : '80';
           const extras = [
             w.secret !== undefined ? 'signed' : '',
             Object.keys(w.headers).length > 0 ? `headers ${Object.keys(w.headers).join(', ')}` : '',
@@ -49,7 +49,7 @@ export function registerValidate(program: Command): void {
             .filter((x) => x !== '')
             .join('; ');
           process.stdout.write(
-            `${config.file}: ${w.name}: ${w.preset} to ${u.protocol}//${u.hostname}:${port}${extras !== '' ? ` (${extras})` : ''}\n`,
+            `${config.file}: ${w.name}: ${w.preset} to ${u.protocol}//${endpointOf(u.toString())}${extras !== '' ? ` (${extras})` : ''}\n`,
           );
         }
         // Each action: exactly what runs, for which detector and severity.

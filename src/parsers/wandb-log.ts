@@ -459,6 +459,10 @@ interface Latin1Sliceable {
   latin1Slice(start: number, end: number): string;
 }
 
+/** Bytes of ASCII (a number's text) as a string: Buffer's own decoder where it can. */
+const latin1At = (b: Uint8Array, start: number, end: number): string =>
+  b instanceof Buffer ? (b as unknown as Latin1Sliceable).latin1Slice(start, end) : Buffer.from(b.subarray(start, end)).toString('latin1');
+
 /**
  * A value_json that is a number, read from its bytes: undefined when it is anything else (a
  * string, an object, `true`...). Up to 15 significant digits and a power of ten up to 22 are read
@@ -479,7 +483,7 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
   if (c0 === undefined || c0 < 48 || c0 > 57) return undefined;
   // Longer than 15 digits can be read exactly in place (Python writes most floats with 16 or 17): Number() of the text.
   if (end - i > 17) {
-    const n = Number((b as unknown as Latin1Sliceable).latin1Slice?.(start, end) ?? Buffer.from(b.subarray(start, end)).toString('latin1'));
+    const n = Number(latin1At(b, start, end));
     return Number.isNaN(n) ? undefined : n;
   }
   let m = 0;
@@ -514,7 +518,7 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
   }
   let v: number;
   if (digits <= 15 && exp >= -22 && exp <= 22) v = exp < 0 ? m / POW10[-exp]! : m * POW10[exp]!;
-  else v = Number((b as unknown as Latin1Sliceable).latin1Slice?.(start, end) ?? Buffer.from(b.subarray(start, end)).toString('latin1'));
+  else v = Number(latin1At(b, start, end));
   return neg && v === v ? -Math.abs(v) : v;
 }
 

@@ -151,9 +151,7 @@ export class DebugSteps {
 
   /** How the grouping parser formed a role's steps (recorded where its samples were not matched by time). */
   groupedBy(role: Role, g: Grouping): void {
-    const was = this.grouped[role];
-    if (was === undefined || was.by !== g.by || (was.by === 'count' ? was.samples : was.ms) !== (g.by === 'count' ? g.samples : g.ms))
-      this.grouped[role] = g;
+    this.grouped[role] = g;
   }
 
   /** Per role: how its debug samples became steps, in words (empty: the run has no debug samples). */

@@ -100,7 +100,7 @@ export function createWebhookNotifier(o: WebhookOptions): Notifier {
       return {
         ...judged,
         ...(after !== undefined ? { retryAfterMs: after } : {}),
-        error: redact(`${label} answered ${judged.error.replace(/^(Feishu|DingTalk|WeCom|Discord) answered /, '')}`, secrets),
+        error: redact(`${label} answered ${judged.error}`, secrets),
       };
     } catch (err) {
       return { ok: false, retry: true, error: redact(`${label} unreachable: ${causeOf(err, o.timeoutMs)}`, secrets) };

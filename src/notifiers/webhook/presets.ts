@@ -105,11 +105,11 @@ function markdown(n: Notification, ctx: PresetContext): string {
   return lines.join('\n');
 }
 
-/** A JSON body's error code as a send result: `ok` when it is 0, else failed, retried for the codes that say "too fast". */
-function codeResult(service: string, code: unknown, msg: unknown, tooFast: readonly number[], retryMs: number): SendResult | undefined {
+/** A JSON body's error code as a send result (its error says what the service answered; the notifier names the service): `ok` when it is 0, else failed, retried for the codes that say "too fast". */
+function codeResult(code: unknown, msg: unknown, tooFast: readonly number[], retryMs: number): SendResult | undefined {
   if (code === undefined || code === null) return undefined;
   if (code === 0) return { ok: true };
-  const text = `${service} answered HTTP 200 with error ${typeof code === 'number' || typeof code === 'string' ? code : JSON.stringify(code)}${typeof msg === 'string' && msg !== '' ? `: ${msg.slice(0, 200)}` : ''}`;
+  const text = `HTTP 200 with error ${typeof code === 'number' || typeof code === 'string' ? code : JSON.stringify(code)}${typeof msg === 'string' && msg !== '' ? `: ${msg.slice(0, 200)}` : ''}`;
   if (typeof code === 'number' && tooFast.includes(code)) return { ok: false, retry: true, retryAfterMs: retryMs, error: text };
   return { ok: false, retry: false, error: `${text} (not retried)` };
 }
@@ -152,7 +152,7 @@ const feishu: Preset = {
   judge(status, body) {
     if (status !== 200) return undefined;
     const j = parseBody(body);
-    return j === null ? undefined : codeResult('Feishu', j['code'] ?? j['StatusCode'], j['msg'] ?? j['StatusMessage'], [11232, 9499], 1000);
+    return j === null ? undefined : codeResult(j['code'] ?? j['StatusCode'], j['msg'] ?? j['StatusMessage'], [11232, 9499], 1000);
   },
 };
 
@@ -210,7 +210,7 @@ const dingtalk: Preset = {
   judge(status, body) {
     if (status !== 200) return undefined;
     const j = parseBody(body);
-    return j === null ? undefined : codeResult('DingTalk', j['errcode'], j['errmsg'], [130101], 60_000);
+    return j === null ? undefined : codeResult(j['errcode'], j['errmsg'], [130101], 60_000);
   },
 };
 
@@ -249,7 +249,7 @@ const wecom: Preset = {
   judge(status, body) {
     if (status !== 200) return undefined;
     const j = parseBody(body);
-    return j === null ? undefined : codeResult('WeCom', j['errcode'], j['errmsg'], [45009], 60_000);
+    return j === null ? undefined : codeResult(j['errcode'], j['errmsg'], [45009], 60_000);
   },
 };
 
@@ -323,7 +323,7 @@ const discord: Preset = {
       ok: false,
       retry: true,
       ...(after !== undefined ? { retryAfterMs: after } : {}),
-      error: 'Discord answered HTTP 429 Too Many Requests',
+      error: 'HTTP 429 Too Many Requests',
     };
   },
 };
