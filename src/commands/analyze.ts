@@ -29,14 +29,14 @@ export function registerAnalyze(program: Command): void {
         const config = where.config;
         // A config found by barwatch changes what analyze reads and judges: say which.
         if (where.configFile !== null && opts.config === undefined) process.stderr.write(`barwatch: config ${where.configFile}\n`);
-        const log =
-          opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : createLogger({ ...config.log, level: 'warn' });
+        // Only --verbose logs; without it nothing is written, and no logger is built.
+        const log = opts.verbose === true ? createLogger({ ...config.log, level: 'debug' }) : silentLogger();
         let result;
         try {
           // With --verbose the log says what is read, line by line: no progress line between.
           const progress = new ProgressLine(opts.verbose === true ? null : process.stderr);
           try {
-            result = await analyzePaths(paths, config, opts.verbose === true ? log : silentLogger(), Date.now, (done, total) =>
+            result = await analyzePaths(paths, config, log, Date.now, (done, total) =>
               progress.update(`reading: ${done} of ${total} file(s)`),
             );
           } finally {

@@ -6,8 +6,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import * as yaml from 'js-yaml';
-import cron from 'node-cron';
+import type * as Yaml from 'js-yaml';
+import type Cron from 'node-cron';
+import { lazy } from '../util/lazy.js';
 import { DETECTORS } from '../detectors/index.js';
 import type { Params } from '../detectors/types.js';
 import { parseDuration } from '../util/duration.js';
@@ -16,6 +17,12 @@ import { ConfigError, issueProblems, typeName, valueAt, type ConfigProblem } fro
 import { Secret } from '../util/secret.js';
 import { CHANNELS, type ChannelSettings } from '../notifiers/index.js';
 import type { ChannelCommon, ChannelSpec } from '../notifiers/channel.js';
+
+/** Loaded by the first YAML document read: most runs and the built-in config have none. */
+const yaml = lazy<typeof Yaml>('js-yaml');
+
+/** Loaded when a config names its own summary.cron: the default one is known to be valid. */
+const cron = lazy<typeof Cron>('node-cron');
 
 export { ConfigError, formatProblem, type ConfigProblem } from './problems.js';
 
@@ -84,7 +91,7 @@ export function loadConfig(file: string | null, opts: LoadOptions = {}): Config 
 export function parseConfig(text: string, file: string, opts: LoadOptions = {}): Config {
   let doc: unknown;
   try {
-    doc = yaml.load(text, { filename: file, maxDepth: 32 });
+    doc = yaml().load(text, { filename: file, maxDepth: 32 });
   } catch (err) {
     const e = err as { reason?: string; mark?: { line: number; column: number }; message: string };
     const where = e.mark !== undefined ? `line ${e.mark.line + 1}, column ${e.mark.column + 1}: ` : '';
@@ -239,12 +246,15 @@ export function channelCommon(config: Config): ChannelCommon {
 
 /** The summary's schedule, time zone and channels. */
 function checkSummary(r: Resolving): void {
-  if (!cron.validate(r.raw.summary.cron))
+  // The defaults are valid; checking them would load the cron parser and the time-zone data at every start.
+  if (valueAt(r.doc, ['summary', 'cron']) !== undefined && !cron().validate(r.raw.summary.cron))
     r.problems.push({ file: r.name, key: 'summary.cron', message: 'is not a valid cron expression (e.g. "0 23 * * *")' });
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: r.raw.summary.timezone });
-  } catch {
-    r.problems.push({ file: r.name, key: 'summary.timezone', message: 'is not a known time zone (e.g. UTC, Europe/Paris)' });
+  if (valueAt(r.doc, ['summary', 'timezone']) !== undefined) {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: r.raw.summary.timezone });
+    } catch {
+      r.problems.push({ file: r.name, key: 'summary.timezone', message: 'is not a known time zone (e.g. UTC, Europe/Paris)' });
+    }
   }
 
   // Channels the file lists explicitly must be configured (the default [email] is quietly unused).

@@ -5,7 +5,8 @@
  * `_timestamp`, the metrics, an unnamed index), or a logger's `metrics.csv`. Read whole when it
  * changes (an export is written once). An empty cell is a metric not logged at that step.
  */
-import { parse, type Options } from 'csv-parse/sync';
+import type * as CsvParse from 'csv-parse/sync';
+import { lazy } from '../util/lazy.js';
 import { canonicalKey, toNumber, trainTag } from './keys.js';
 import { parseTime } from './reward-history.js';
 import type { DocumentParser, FormatId, LineResult, ParsedRecord, ParserOptions } from './types.js';
@@ -19,7 +20,10 @@ const ROW_COLUMNS = new Set(['', '_runtime', '_timestamp', 'wall time', 'relativ
 const SPREAD = /__(MIN|MAX)$/;
 const RUN_PREFIX = ' - ';
 /** Rows as arrays of cells; ragged rows and stray quotes (hand-edited exports) read rather than refused. */
-const CSV_OPTIONS: Options = { bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, trim: true };
+/** Loaded by the first CSV file read. */
+const csvParse = lazy<typeof CsvParse>('csv-parse/sync');
+
+const CSV_OPTIONS: CsvParse.Options = { bom: true, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, trim: true };
 
 interface Column {
   at: number;
@@ -40,7 +44,7 @@ export class MetricsCsvParser implements DocumentParser {
   document(text: string): LineResult {
     let rows: string[][];
     try {
-      rows = parse(text, CSV_OPTIONS);
+      rows = csvParse().parse(text, CSV_OPTIONS);
     } catch (err) {
       return { error: `not a CSV table (${(err as Error).message.split('\n')[0]})` };
     }

@@ -4,10 +4,14 @@
  * Keys are matched by their last name at any depth, so nested trainer configs work too.
  * Re-read whenever the file changes; each read emits the settings it found.
  */
-import * as yaml from 'js-yaml';
+import type * as Yaml from 'js-yaml';
+import { lazy } from '../util/lazy.js';
 import { canonicalKey, toNumber } from './keys.js';
 import type { Component, DocumentParser, FormatId, LineResult, RunSettings } from './types.js';
 import { defineInput } from './types.js';
+
+/** Loaded by the first YAML document read: most runs and the built-in config have none. */
+const yaml = lazy<typeof Yaml>('js-yaml');
 
 type Setter = (s: RunSettings, v: number) => void;
 
@@ -74,7 +78,7 @@ export function settingsOf(doc: unknown): RunSettings {
 export function readRunSettings(text: string): RunSettings | { error: string } {
   let doc: unknown;
   try {
-    doc = yaml.load(text, { maxDepth: 64 });
+    doc = yaml().load(text, { maxDepth: 64 });
   } catch (err) {
     return { error: `YAML does not parse: ${(err as Error).message.split('\n')[0]}` };
   }

@@ -1,9 +1,27 @@
 /** pino, to stderr: JSON for journald and shippers, pretty on a terminal. */
-import { pino, type Logger } from 'pino';
-import pretty from 'pino-pretty';
+import type * as Pino from 'pino';
+import type Pretty from 'pino-pretty';
+import { lazy } from './lazy.js';
 import { printable } from './format.js';
 
-export type { Logger };
+/**
+ * What barwatch logs through: the part of pino's logger it uses. A silent one needs no pino,
+ * so `analyze` without --verbose does not load it (issue 32).
+ */
+export interface Logger {
+  level: string;
+  error: Pino.LogFn;
+  warn: Pino.LogFn;
+  info: Pino.LogFn;
+  debug: Pino.LogFn;
+  child(bindings: Pino.Bindings): Logger;
+}
+
+/** Loaded by the first logger that writes. */
+const pino = lazy<typeof Pino>('pino');
+
+/** Loaded by the first logger for a person; JSON logs and `analyze` never need it. */
+const pretty = lazy<typeof Pretty>('pino-pretty');
 
 export interface LogOptions {
   level: string;
@@ -22,11 +40,12 @@ export function colours(stream: NodeJS.WritableStream = process.stderr): boolean
 
 export function createLogger(opts: LogOptions, stream: NodeJS.WritableStream = process.stderr): Logger {
   const usePretty = forPeople(opts, stream);
-  const base = { level: opts.level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime };
+  const { pino: create, stdTimeFunctions, destination } = pino();
+  const base = { level: opts.level, base: undefined, timestamp: stdTimeFunctions.isoTime };
   if (usePretty) {
-    return pino(
+    return create(
       base,
-      pretty({
+      pretty()({
         destination: stream,
         sync: true,
         colorize: colours(stream),
@@ -43,10 +62,13 @@ export function createLogger(opts: LogOptions, stream: NodeJS.WritableStream = p
       }),
     );
   }
-  return pino(base, stream === process.stderr ? pino.destination({ fd: 2, sync: true }) : stream);
+  return create(base, stream === process.stderr ? destination({ fd: 2, sync: true }) : stream);
 }
 
 /** A logger that drops everything (tests, and `analyze` without --verbose). */
 export function silentLogger(): Logger {
-  return pino({ level: 'silent' });
+  const silent: Logger = { level: 'silent', error: nothing, warn: nothing, info: nothing, debug: nothing, child: () => silent };
+  return silent;
 }
+
+function nothing(): void {}

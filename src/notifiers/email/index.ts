@@ -3,8 +3,9 @@
  * HTML part, content HTML-escaped, a subject that says severity, run and detector. SMTP 4xx
  * replies and connection errors are retried; 5xx replies are not. The password never leaves.
  */
-import nodemailer from 'nodemailer';
+import type Nodemailer from 'nodemailer';
 import type { SendMailOptions } from 'nodemailer';
+import { lazy } from '../../util/lazy.js';
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../util/secret.js';
 import { keyEvidence, messageOf, plainText, title } from '../render.js';
@@ -12,6 +13,9 @@ import type { Summary } from '../../summary/build.js';
 import { causeOf } from '../answers.js';
 import { type Notifier } from '../types.js';
 import { where, escapeHtml } from '../../util/format.js';
+
+/** Loaded by the first email notifier, not by every command. */
+const nodemailer = lazy<typeof Nodemailer>('nodemailer');
 
 export interface EmailOptions {
   /** `requireTls`: STARTTLS before anything else (by default whenever a password is given without implicit TLS). */
@@ -48,7 +52,7 @@ export function emailHtml(n: Notification): string {
 
 export function createEmailNotifier(opts: EmailOptions): Notifier {
   const requireTls = opts.smtp.requireTls ?? (opts.smtp.pass !== undefined && !opts.smtp.secure);
-  const transport = nodemailer.createTransport({
+  const transport = nodemailer().createTransport({
     host: opts.smtp.host,
     port: opts.smtp.port,
     secure: opts.smtp.secure,

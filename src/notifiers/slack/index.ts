@@ -3,12 +3,17 @@
  * severity, run, round, step, the message, key evidence, the recommendation and a sparkline.
  * Log-derived text is escaped (&, <, >). The webhook URL is a secret: errors never carry it.
  */
-import { IncomingWebhook, IncomingWebhookHTTPError, IncomingWebhookRequestError, type FetchFunction } from '@slack/webhook';
+import type * as SlackWebhook from '@slack/webhook';
+import type { FetchFunction } from '@slack/webhook';
+import { lazy } from '../../util/lazy.js';
 import type { Notification, SendResult } from '../../alerting/types.js';
 import { redact, type Secret } from '../../util/secret.js';
 import type { Summary } from '../../summary/build.js';
 import { escapeSlack, keyEvidence, messageOf, title } from '../render.js';
 import { boundedAnswer, causeOf, classifyStatus, endpointOf, retryAfterMs } from '../answers.js';
+
+/** Loaded by the first Slack notifier, not by every command. */
+const slackWebhook = lazy<typeof SlackWebhook>('@slack/webhook');
 import { type Notifier } from '../types.js';
 import { where } from '../../util/format.js';
 
@@ -109,11 +114,12 @@ export function createSlackNotifier(opts: SlackOptions): Notifier {
     return boundedAnswer(res);
   };
   const where = endpointOf(opts.webhookUrl.reveal());
+  const { IncomingWebhook, IncomingWebhookHTTPError, IncomingWebhookRequestError } = slackWebhook();
   const hook = new IncomingWebhook(opts.webhookUrl.reveal(), { fetch: fetchFn, timeout: opts.timeoutMs ?? 10_000 });
   const post = async (payload: unknown): Promise<SendResult> => {
     retryAfter = null;
     try {
-      await hook.send(payload as Parameters<IncomingWebhook['send']>[0]);
+      await hook.send(payload as Parameters<SlackWebhook.IncomingWebhook['send']>[0]);
       return { ok: true };
     } catch (err) {
       if (err instanceof IncomingWebhookHTTPError) {
