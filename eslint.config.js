@@ -40,6 +40,15 @@ export default tseslint.config(
   },
   { files: ['**/*.js'], ...tseslint.configs.disableTypeChecked },
   {
+    // The command's entry is CommonJS (bin/package.json): it loads the bundle with its code cache.
+    files: ['bin/**/*.js'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: Object.fromEntries(['require', 'module', '__dirname', 'process'].map((g) => [g, 'readonly'])),
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // The page's own scripts run in the browser.
     files: ['web/**/*.js'],
     languageOptions: {

@@ -13,6 +13,7 @@ import {
   watch,
   writeFileSync,
 } from 'node:fs';
+import { cpus } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -64,13 +65,63 @@ export function seconds(since: bigint): number {
   return Number(process.hrtime.bigint() - since) / 1e9;
 }
 
-/** Prints a markdown table and writes the numbers to bench/results/<name>.json. */
+/** The machine a result came from (issue 32: ratios move with the machine, so each says where it was measured). */
+export interface Machine {
+  cpu: string;
+  cores: number;
+  node: string;
+  /**
+   * Milliseconds of a fixed reference loop (JSON.parse, number formatting and string work on a
+   * fixed line, 200,000 times; the median of 5), measured where the benchmark runs: a machine
+   * that runs it in 2x the time runs plain Node code at half the speed. A bare loop's time over
+   * this one says how the machine does on the bare loop's own work (its disk, its caches).
+   */
+  referenceMs: number;
+}
+
+let measured: Machine | null = null;
+
+/** This machine, with its reference loop timed once per benchmark process. */
+export function machine(): Machine {
+  if (measured !== null) return measured;
+  const line = jsonlLine(12345);
+  const runs: number[] = [];
+  let keep = 0;
+  for (let r = 0; r < 5; r++) {
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < 200_000; i++) {
+      const o = JSON.parse(line) as { boundary: number };
+      keep += (o.boundary * i).toFixed(3).length + line.indexOf('"total"', i & 63);
+    }
+    runs.push(seconds(t) * 1000);
+  }
+  if (keep === 0) throw new Error('reference loop did nothing');
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  measured = {
+    cpu: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? 'unknown CPU',
+    cores: cpus().length,
+    node: process.version,
+    referenceMs: median(runs),
+  };
+  return measured;
+}
+
+/** One line naming the machine, printed under each table. */
+export function machineLine(m: Machine = machine()): string {
+  return `machine: ${m.cpu}, ${m.cores} cores, Node ${m.node}, reference loop ${m.referenceMs.toFixed(0)} ms`;
+}
+
+/** Prints a markdown table and the machine, and writes both to bench/results/<name>.json. */
 export function report(name: string, title: string, header: string[], rows: string[][], data: unknown): void {
+  const m = machine();
   const lines = [title, `| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
-  console.log(`${lines.join('\n')}\n`);
+  console.log(`${lines.join('\n')}\n\n${machineLine(m)}\n`);
   const dir = path.join(REPO, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, `${name}.json`), JSON.stringify({ node: process.version, date: new Date().toISOString(), data }, null, 2));
+  writeFileSync(
+    path.join(dir, `${name}.json`),
+    JSON.stringify({ node: process.version, machine: m, date: new Date().toISOString(), data }, null, 2),
+  );
 }
 
 /** CPU seconds (user + system) and RSS (bytes) of a process, from /proc (Linux). */

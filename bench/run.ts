@@ -5,9 +5,9 @@
  * bench/scale.ts (2,000 runs) and bench/steady.ts (10 minutes), reported in BENCHMARKS.md.
  */
 const t0 = Date.now();
-for (const name of ['ingest', 'follow', 'latency', 'idle', 'memory', 'heap', 'web', 'tfevents', 'wandb']) {
+for (const name of ['startup', 'ingest', 'follow', 'latency', 'idle', 'memory', 'heap', 'web', 'tfevents', 'wandb']) {
   const t = Date.now();
-  const m = (await import(`./${name}.js`)) as { main: () => Promise<void> };
+  const m = (await import(`./${name}.js`)) as { main: () => Promise<void> | void };
   await m.main();
   console.log(`(${name}: ${((Date.now() - t) / 1000).toFixed(0)} s)\n`);
 }

@@ -1,5 +1,6 @@
 /** argv -> commands (commander). Thin: each command in commands/ builds what it needs and sets the exit code. */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { registerAnalyze } from './commands/analyze.js';
 import { registerCompare } from './commands/compare.js';
@@ -11,11 +12,12 @@ import { registerSummary } from './commands/summary.js';
 import { registerTestAlert } from './commands/test-alert.js';
 import { registerValidate } from './commands/validate.js';
 import { registerWatch } from './commands/watch.js';
+import { PACKAGE_ROOT } from './util/package-root.js';
 
 export { EXIT };
 
 /** The version in package.json, which ships beside dist/ in the package. */
-export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 export function buildProgram(): Command {
   const program = new Command('barwatch')

@@ -36,6 +36,9 @@ describe('the npm package', () => {
     assert.ok(files.includes('dist/src/cli.js'), 'the build is in the package');
     for (const must of [
       'bin/barwatch.js',
+      'bin/package.json',
+      'dist/bundle/barwatch.cjs',
+      'dist/bundle/barwatch.cjs.cache',
       'web/app.js',
       'config/barwatch.example.yaml',
       'systemd/barwatch.service',
@@ -57,7 +60,10 @@ describe('the npm package', () => {
     const bin = path.join(prefix, 'bin', 'barwatch');
     assert.ok(existsSync(bin), 'the barwatch command is installed');
     const version = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
-    assert.equal(run(bin, ['--version'], work).stdout.trim(), version);
+    const started = run(bin, ['--version'], work, { BARWATCH_START_INFO: '1' });
+    assert.equal(started.stdout.trim(), version);
+    // The package carries the bundle and the code cache its build wrote, for this Node.
+    assert.match(started.stderr, /started from \S+dist\/bundle\/barwatch\.cjs \(code cache used\)/);
 
     const runDir = path.join(work, 'runs', 'bar-rag-seed1');
     writeRun(runDir, 2, 40);

@@ -11,8 +11,8 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { timingSafeEqual } from 'node:crypto';
+import { PACKAGE_ROOT } from '../util/package-root.js';
 
 export type Method = 'GET' | 'POST' | 'DELETE';
 
@@ -37,7 +37,7 @@ export interface ServerOptions {
 }
 
 /** The page's own files: `web/` at the top of the package. */
-export const WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
+export const WEB_DIR = path.join(PACKAGE_ROOT, 'web') + path.sep;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -1,0 +1,77 @@
+/**
+ * `node dist/scripts/bundle.js` (the last step of `npm run build`): dist/src/ bundled by esbuild into one
+ * file, dist/bundle/barwatch.cjs, and V8's code cache for it, dist/bundle/barwatch.cjs.cache
+ * (issue 32: start-up). A command then reads two files instead of resolving and compiling ~300
+ * modules, and the functions a run of `analyze` compiled come from the cache, not the compiler.
+ * bin/barwatch.js uses them when they are as new as dist/src/; V8 refuses a cache made by another
+ * Node version, and the bundle is then compiled as usual.
+ *
+ * Left out of the bundle: @resvg/resvg-js (a native addon) and the packages src/util/lazy.ts
+ * requires on first use. `--meta` prints what the bundle holds.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { analyzeMetafile, build, type Plugin } from 'esbuild';
+
+// This file runs as dist/scripts/bundle.js.
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const outdir = path.join(root, 'dist', 'bundle');
+const outfile = path.join(outdir, 'barwatch.cjs');
+
+/**
+ * zod re-exports its ~50 locales as one namespace, which keeps all of them (350 KB) in the bundle;
+ * barwatch's config messages are English (zod's classic API loads `en` itself), so the namespace
+ * holds `en` alone.
+ */
+const englishOnly: Plugin = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, () => ({
+      contents: "export { default as en } from './en.js';\n",
+      loader: 'js',
+    }));
+  },
+};
+
+rmSync(outdir, { recursive: true, force: true });
+const result = await build({
+  entryPoints: [path.join(root, 'dist', 'src', 'cli.js')],
+  bundle: true,
+  // CommonJS, because only a script (not an ES module) can be compiled with a code cache in Node 20.
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  outfile,
+  external: ['@resvg/resvg-js'],
+  // import.meta.url (package-root.ts, lazy.ts) is the bundle's own place.
+  banner: { js: "const __barwatchModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  define: { 'import.meta.url': '__barwatchModuleUrl' },
+  plugins: [englishOnly],
+  metafile: true,
+  logLevel: 'warning',
+});
+if (process.argv.includes('--meta')) console.log(await analyzeMetafile(result.metafile));
+
+// The cache is written after one `analyze` of a small run, so it holds what analyze compiles.
+const tmp = mkdtempSync(path.join(tmpdir(), 'barwatch-bundle-'));
+try {
+  const file = path.join(tmp, 'run', 'outputs', 'selector_round1', 'reward_history.jsonl');
+  mkdirSync(path.dirname(file), { recursive: true });
+  let lines = '';
+  for (let step = 1; step <= 60; step++) {
+    const b = 0.5 + 0.2 * Math.sin(step * 0.37);
+    lines += `${JSON.stringify({ step, boundary: b, relevance: 0.3, format: 1, count: -0.5, total: b, accuracy: 0.47, boundary_share: 0.3, rollouts: 8 })}\n`;
+  }
+  writeFileSync(file, lines);
+  const out = spawnSync(process.execPath, [path.join(root, 'bin', 'barwatch.js'), 'analyze', path.join(tmp, 'run')], {
+    env: { ...process.env, BARWATCH_CODE_CACHE: 'write' },
+    encoding: 'utf8',
+  });
+  if (out.status !== 0 || !existsSync(`${outfile}.cache`))
+    throw new Error(`bundle: analyze of the warm-up run failed (exit ${out.status}):\n${out.stderr}${out.stdout}`);
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
