@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // A checkout runs from its build (npm run build); an installed package carries it. The build
 // compiles src/ to dist/src/ and bundles that into dist/bundle/barwatch.cjs with V8's code cache
-// beside it (scripts/bundle.mjs): two files to read instead of ~300 modules to resolve and
+// beside it (scripts/bundle.ts): two files to read instead of ~300 modules to resolve and
 // compile (start-up, issue 32). The bundle is used only when it is as new as the compiled
-// modules, so a `tsc` alone after an edit is never shadowed by an older bundle. This file is
-// CommonJS (bin/package.json): an ES module entry costs Node another ~10 ms before it runs.
+// modules in a checkout, so a `tsc` alone after an edit is never shadowed by an older bundle;
+// an installed package has no sources to edit, and npm gives its files the time they were
+// unpacked (in the tarball's order), so there the bundle is always used. This file is CommonJS
+// (bin/package.json): an ES module entry costs Node another ~10 ms before it runs.
 'use strict';
 const { existsSync, readFileSync, statSync, writeFileSync } = require('node:fs');
 const Module = require('node:module');
@@ -14,6 +16,7 @@ const { Script } = require('node:vm');
 
 const cli = path.join(__dirname, '..', 'dist', 'src', 'cli.js');
 const bundle = path.join(__dirname, '..', 'dist', 'bundle', 'barwatch.cjs');
+const checkout = existsSync(path.join(__dirname, '..', 'src', 'cli.ts'));
 
 /** The bundle's exports, compiled with its code cache when V8 accepts it (the same Node version). */
 function loadBundle() {
@@ -39,7 +42,7 @@ async function start() {
     process.stderr.write('barwatch: not built yet (no dist/): run `npm run build` in this checkout first\n');
     process.exit(2);
   }
-  const fresh = existsSync(bundle) && statSync(bundle).mtimeMs >= statSync(cli).mtimeMs;
+  const fresh = existsSync(bundle) && (!checkout || statSync(bundle).mtimeMs >= statSync(cli).mtimeMs);
   if (!fresh) tell(`started from ${cli} (${existsSync(bundle) ? 'the bundle is older' : 'no bundle'})`);
   const { main } = fresh ? loadBundle() : await import(pathToFileURL(cli).href);
   await main(process.argv);

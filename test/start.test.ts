@@ -18,10 +18,10 @@ function start(bin: string, args: string[]): { status: number | null; stdout: st
   return { status: r.status, stdout: r.stdout, how };
 }
 
-/** A copy of the built program (bin/, dist/, package.json; node_modules linked), to change its files. */
+/** A copy of the checkout's program (bin/, dist/, src/, package.json; node_modules linked), to change its files. */
 function copyProgram(): string {
   const dir = path.join(tempDir(), 'barwatch');
-  for (const part of ['bin', 'dist', 'package.json'])
+  for (const part of ['bin', 'dist', 'src', 'package.json'])
     cpSync(path.join(REPO, part), path.join(dir, part), { recursive: true, preserveTimestamps: true });
   symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'));
   return dir;
@@ -37,7 +37,7 @@ describe('start-up', () => {
     assert.equal(r.how, `started from ${path.join(REPO, 'dist', 'bundle', 'barwatch.cjs')} (code cache used)`);
   });
 
-  test('an older bundle is not used: the compiled modules are, and analyze reports the same', () => {
+  test('in a checkout, an older bundle is not used: the compiled modules are, and analyze reports the same', () => {
     const fromBundle = start(BIN, ['analyze', run, '--format', 'json']);
     assert.match(fromBundle.how, /barwatch\.cjs \(code cache used\)$/);
     const dir = copyProgram();
