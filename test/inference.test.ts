@@ -6,13 +6,16 @@ import {
   fUpper,
   incompleteBeta,
   mannKendall,
+  median,
   noiseSd,
   normalCdf,
   spectralPeak,
+  SortedWindow,
   studentTUpper,
   theilSen,
   welch,
 } from '../src/stats/inference.js';
+import { rollingMedians } from '../src/detectors/levels.js';
 
 const close = (a: number, b: number, tol: number, what: string): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
 
@@ -81,5 +84,36 @@ describe('spectral peak', () => {
     };
     const xs = Array.from({ length: 5000 }, (_, i) => 0.001 * i + 0.2 * gauss());
     close(noiseSd(xs), 0.2, 0.01, 'noise sd');
+  });
+});
+
+describe('medians along a series', () => {
+  // Ties, both zeros and NaN: where a sort's order shows in the median (its sign, NaN's place).
+  const POOL = [0, -0, 1, 1, 2, -3.5, 1e-9, NaN, Infinity, -Infinity, 0.1 + 0.2, 0.3];
+  let seed = 11;
+  const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const value = (): number => (rand() < 0.6 ? POOL[Math.floor(rand() * POOL.length)]! : rand() * 4 - 2);
+
+  test('a sorted window gives the median of its values, bit for bit, through every add and remove', () => {
+    const win = new SortedWindow();
+    const kept: number[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      if (kept.length > 0 && rand() < 0.45) win.remove(kept.splice(Math.floor(rand() * kept.length), 1)[0]!);
+      else {
+        const x = value();
+        kept.push(x);
+        win.add(x);
+      }
+      assert.equal(win.length, kept.length);
+      assert.ok(Object.is(win.median(), median(kept)), `${kept.join(',')}: ${win.median()} vs ${median(kept)}`);
+    }
+  });
+
+  test('rolling medians are the medians of each run of values', () => {
+    for (const w of [1, 2, 5, 20]) {
+      const xs = Array.from({ length: 500 }, value);
+      const got = rollingMedians(xs, w);
+      xs.forEach((_, i) => assert.ok(Object.is(got[i], i + 1 < w ? NaN : median(xs.slice(i + 1 - w, i + 1))), `w=${w} at ${i}`));
+    }
   });
 });

@@ -5,7 +5,7 @@
  * left out of the median.
  */
 import { allSeriesFor } from '../runs/quantities.js';
-import { median } from '../stats/inference.js';
+import { SortedWindow } from '../stats/inference.js';
 import { r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -31,20 +31,25 @@ export const gradSpike: Detector<P> = {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {
       for (const s of allSeriesFor(r, 'grad_norm')) {
-        const { steps, values } = s.stats.history.points();
+        // Only the horizon is judged; the values before it serve as its medians.
+        const { steps, values } = s.stats.history.points(p.horizon + 2 * p.window);
         const spikes: { step: number; value: number; median: number }[] = [];
         const prior: number[] = [];
-        // Only the horizon is judged; the values before it serve as its medians.
-        for (let i = Math.max(0, values.length - p.horizon - 2 * p.window); i < values.length; i++) {
+        const last = new SortedWindow(); // the last `window` of prior
+        for (let i = 0; i < values.length; i++) {
           const v = values[i]!;
           let spike = false;
           if (prior.length >= Math.min(p.window, 5)) {
-            const m = median(prior.slice(-p.window));
+            const m = last.median();
             spike = m > 0 && v >= p.factor * m;
             if (spike && i >= values.length - p.horizon) spikes.push({ step: steps[i]!, value: v, median: m });
           }
           // A spike does not raise the median the next values are judged by.
-          if (v > 0 && !spike) prior.push(v);
+          if (v > 0 && !spike) {
+            prior.push(v);
+            last.add(v);
+            if (prior.length > p.window) last.remove(prior[prior.length - 1 - p.window]!);
+          }
         }
         if (spikes.length < p.count) continue;
         const worst = spikes.reduce((a, b) => (b.value / b.median > a.value / a.median ? b : a));

@@ -4,18 +4,18 @@
  * keeps (its whole-round curve and its recent history), so memory does not grow with the run.
  */
 import type { SeriesStats } from '../runs/series.js';
-import { median } from '../stats/inference.js';
+import { median, SortedWindow } from '../stats/inference.js';
 
 /** Four significant decimals, for evidence. */
 export function r4(x: number): number {
   return Math.round(x * 1e4) / 1e4;
 }
 
-/** The mean of some values (NaN for none). */
-export function mean(xs: readonly number[]): number {
+/** The mean of some values (NaN for none); of those from `from` up to `to` alone, without copying them. */
+export function mean(xs: readonly number[], from = 0, to = xs.length): number {
   let sum = 0;
-  for (const x of xs) sum += x;
-  return sum / xs.length;
+  for (let i = from; i < to; i++) sum += xs[i]!;
+  return sum / (to - from);
 }
 
 /**
@@ -52,7 +52,12 @@ export function againstEarly(
 /** Medians of each run of `w` values ending at each index (NaN before the first full run). */
 export function rollingMedians(values: readonly number[], w: number): number[] {
   const out: number[] = [];
-  for (let i = 0; i < values.length; i++) out.push(i + 1 < w ? NaN : median(values.slice(i + 1 - w, i + 1)));
+  const win = new SortedWindow();
+  for (let i = 0; i < values.length; i++) {
+    win.add(values[i]!);
+    if (i >= w) win.remove(values[i - w]!);
+    out.push(i + 1 < w ? NaN : win.median());
+  }
   return out;
 }
 

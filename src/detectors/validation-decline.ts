@@ -33,22 +33,23 @@ export const validationDecline: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const train = seriesFor(r, 'reward');
       if (train === null) continue;
-      const tp = train.stats.history.points();
+      let tp: { steps: number[]; values: number[] } | null = null;
       for (const [name, s] of r.series) {
         if (!isValidationScore(name) || s.history.length < 2 * p.points) continue;
         const { steps, values } = s.history.points();
         const n = values.length;
-        const recent = mean(values.slice(n - p.points));
+        const recent = mean(values, n - p.points, n);
         let best = -Infinity;
         let bestAt = 0;
         for (let i = 0; i + p.points <= n - p.points; i++) {
-          const m = mean(values.slice(i, i + p.points));
+          const m = mean(values, i, i + p.points);
           if (m > best) [best, bestAt] = [m, i];
         }
         const fall = best - recent;
         if (!(fall >= Math.max(p.min_drop, p.drop * Math.abs(best)))) continue;
         // The training reward around the best validations, and since the recent ones began.
-        const around = (from: number, to: number): number[] => tp.values.filter((_, i) => tp.steps[i]! >= from && tp.steps[i]! <= to);
+        const t = (tp ??= train.stats.history.points());
+        const around = (from: number, to: number): number[] => t.values.filter((_, i) => t.steps[i]! >= from && t.steps[i]! <= to);
         const bestSteps = [steps[bestAt]!, steps[bestAt + p.points - 1]!] as const;
         const then = around(bestSteps[0], bestSteps[1]);
         const now = around(steps[n - p.points]!, Infinity);

@@ -123,6 +123,59 @@ function median(xs: ArrayLike<number>): number {
 
 export { median };
 
+/** Whether `a` sorts before `b` the way a typed array sorts: numerically, -0 before 0, NaN last. */
+function sortsBefore(a: number, b: number): boolean {
+  if (a < b) return true;
+  if (a > b || a !== a) return false;
+  return b !== b || (a === 0 && b === 0 && 1 / a < 0 && 1 / b > 0);
+}
+
+/**
+ * The values of a sliding window kept in sorted order (the order median() sorts a copy into), so
+ * the median of each window along a series costs an insertion and a removal instead of a sort:
+ * the same number median() gives of the same values.
+ */
+export class SortedWindow {
+  private readonly xs: number[] = [];
+
+  get length(): number {
+    return this.xs.length;
+  }
+
+  add(x: number): void {
+    const xs = this.xs;
+    let lo = 0;
+    let hi = xs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sortsBefore(x, xs[mid]!)) hi = mid;
+      else lo = mid + 1;
+    }
+    xs.splice(lo, 0, x);
+  }
+
+  /** Takes out one value equal to `x` (one that was added). */
+  remove(x: number): void {
+    const xs = this.xs;
+    let lo = 0;
+    let hi = xs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sortsBefore(xs[mid]!, x)) lo = mid + 1;
+      else hi = mid;
+    }
+    xs.splice(lo, 1);
+  }
+
+  median(): number {
+    const s = this.xs;
+    const n = s.length;
+    if (n === 0) return NaN;
+    const m = n >> 1;
+    return n % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  }
+}
+
 /** Lag-1 autocorrelation. */
 export function lag1(xs: readonly number[]): number {
   const { mean, variance, n } = moments(xs);
