@@ -258,6 +258,36 @@ describe('train.log', () => {
     assert.deepEqual(viaJson(b.toJSON()), viaJson(a.toJSON()));
   });
 
+  test('a verl value in any spelling is read in place as Number() reads its text, or left to the long way', () => {
+    let seed = 3;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const spelling = (): string => {
+      const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20);
+      return pick([
+        x.toFixed(3),
+        x.toFixed(6),
+        String(x),
+        x.toExponential(Math.floor(rand() * 17)),
+        x.toPrecision(17),
+        String(Math.round(x)),
+        pick(['.5', '1.', '+1', '-0', '1E5', '1e-05', '00', '0x10', '12345678901234567890', '-Infinity', '1.0e+400', '-.25']),
+      ]);
+    };
+    const keys = ['critic/score/mean', 'actor/entropy', 'actor/lr', 'response_length/mean', 'timing_s/step'];
+    const warm = new TextLogParser(opts);
+    let listed = 0;
+    for (let i = 1; i <= 5000; i++) {
+      const line = `step:${i} - ${keys.map((k) => `${k}:${spelling()}`).join(' - ')}`;
+      const got = metric(warm.line(line));
+      const want = metric(new TextLogParser(opts).line(line));
+      if (got instanceof ListedRecord) listed++;
+      assert.deepEqual(Object.keys(got.values), Object.keys(want.values), line);
+      for (const [k, v] of Object.entries(want.values)) assert.ok(Object.is(got.values[k], v), `${line}: ${k} ${got.values[k]} vs ${v}`);
+    }
+    assert.ok(listed > 2500, `${listed} of 5000 lines read through the shape`);
+  });
+
   test('a [time] prefix is stripped and kept as the record time', () => {
     const r = metric(new TextLogParser(opts).line('[2026-11-30 10:00:00] step=3 total=0.5'));
     assert.equal(r.time, Date.parse('2026-11-30T10:00:00Z'));

@@ -2,6 +2,7 @@
  * verl's console logger: `step:120 - critic/score/mean:0.610 - val-core/nq/acc/mean@1:0.47`.
  * Values come with 3, 6 or full decimals, or wrapped as `np.float64(0.1)`.
  */
+import { JsonNumberReader } from './json.js';
 import { canonicalKey, ListedRecord, toNumber } from './keys.js';
 import type { MetricRecord } from './types.js';
 
@@ -28,6 +29,7 @@ function plainNumberStart(c: number): boolean {
 export class VerlConsoleReader {
   private keys: string[] = [];
   private names: string[] = [];
+  private readonly number = new JsonNumberReader();
 
   constructor(private readonly keyMap: Record<string, string> | undefined) {}
 
@@ -48,14 +50,21 @@ export class VerlConsoleReader {
     const nums: number[] = [];
     let pos = from;
     let i = 0;
+    const number = this.number;
     while (pos < text.length) {
-      let end = text.indexOf(SEP, pos);
-      if (end === -1) end = text.length;
       const key = keys[i];
       if (key === undefined || !text.startsWith(key, pos)) return null;
       const at = pos + key.length;
       if (text.charCodeAt(at) !== 58 || !plainNumberStart(text.charCodeAt(at + 1))) return null;
-      const v = Number(text.slice(at + 1, end));
+      // A number in JSON's spelling that reaches the next ` - ` (or the end) is read in place;
+      // anything else (`.5`, `1.`, a space before the separator) by Number() of its text.
+      let v = number.read(text, at + 1);
+      let end = number.end;
+      if (v === undefined || (end !== text.length && !text.startsWith(SEP, end))) {
+        end = text.indexOf(SEP, pos);
+        if (end === -1) end = text.length;
+        v = Number(text.slice(at + 1, end));
+      }
       if (Number.isNaN(v)) return null;
       nums.push(v);
       i++;

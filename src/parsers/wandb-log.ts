@@ -12,6 +12,7 @@
  * yet", and reading resumes at the start of the record it belongs to.
  */
 import { crc32 } from 'node:zlib';
+import { POW10 } from './json.js';
 import { canonicalKey, END_OF_TRAINING, ListedRecord, trainTag } from './keys.js';
 import { settingsOf } from './run-config.js';
 import type { FormatId, Framing, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
@@ -451,9 +452,6 @@ export function wandbRow(
   }
   return { step: declaredStep ? declared : step, time, values, skipped, summary };
 }
-
-/** Powers of ten a double holds exactly. */
-const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 
 interface Latin1Sliceable {
   latin1Slice(start: number, end: number): string;
