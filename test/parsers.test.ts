@@ -7,7 +7,7 @@ import { parseJsonLenient } from '../src/parsers/json.js';
 import { canonicalKey, Flattener, flattenValues, ListedRecord, ShapedRecord } from '../src/parsers/keys.js';
 import { RoundState } from '../src/runs/round.js';
 import { parsePythonLiteral } from '../src/parsers/pydict.js';
-import { RewardHistoryParser } from '../src/parsers/reward-history.js';
+import { readJsonRecord, RewardHistoryParser } from '../src/parsers/reward-history.js';
 import { readRunSettings, RunConfigParser } from '../src/parsers/run-config.js';
 import { TextLogParser } from '../src/parsers/train-log.js';
 import { TrainerStateParser } from '../src/parsers/trainer-state.js';
@@ -179,6 +179,86 @@ describe('reward_history.jsonl', () => {
     const r = metric(new RewardHistoryParser(opts).line('{"step": 5, "boundary": NaN, "total": -Infinity}'));
     assert.ok(Number.isNaN(r.values['boundary']));
     assert.equal(r.values['total'], -Infinity);
+  });
+
+  test('a line of the learned shape is read from its characters, with what JSON.parse gives: number spellings, spaces, strings, escapes, malformed lines', () => {
+    let seed = 7;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const numbers = (): string => {
+      const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 50 - 25);
+      return pick([
+        String(x),
+        x.toFixed(Math.floor(rand() * 12)),
+        x.toExponential(Math.floor(rand() * 18)),
+        x.toExponential(3).replace('e', 'E'),
+        x.toPrecision(17),
+        String(Math.round(x)),
+        String(Math.fround(x)),
+        (Math.round(rand() * 1e6) / 1e6).toFixed(6),
+        pick([
+          '0',
+          '-0',
+          '1e22',
+          '1e23',
+          '123456789012345',
+          '1234567890123456',
+          '9007199254740993',
+          '0.000123',
+          '1e-7',
+          '5e-324',
+          '1e400',
+          '-1e-400',
+        ]),
+        pick(['NaN', 'Infinity', '-Infinity']),
+        // Not JSON: JSON.parse refuses each, so must the reader.
+        pick(['01', '1.', '.5', '+1', '1e', '1e+', '-', '--1', '0x10', '1.e5', '00', '-NaN', 'nan', 'true', 'null', '"0.5"', '[1]', '{}']),
+      ]);
+    };
+    const keys = ['step', 'boundary', 'relevance', 'format', 'total', 'accuracy', 'rollouts'];
+    const lines: string[] = [];
+    for (let i = 0; i < 30_000; i++) {
+      const values = keys.map((k) => (k === 'step' ? String(i) : numbers()));
+      const sp = pick(['', ' ', '  ', '\t']);
+      const body = keys.map((k, j) => `"${k}"${pick(['', ' '])}:${sp}${values[j]}`).join(`,${sp}`);
+      let line = `${pick(['', ' '])}{${sp}${body}${sp}}${pick(['', ' ', '\r'])}`;
+      const r = rand();
+      if (r < 0.03) line = line.replace('"total"', '"total_reward"');
+      else if (r < 0.05) line = line.replace('}', ', "time": "2026-11-29T10:00:00Z"}');
+      else if (r < 0.06) line = line.replace('}', ', "time": 1764410400.5}');
+      else if (r < 0.07) line = line.replace('"format"', '"form\\u0061t"');
+      else if (r < 0.08) line = line.replace('"step": ', '"step": "').replace(/"step": "(\d+)/, '"step": "$1"');
+      else if (r < 0.09) line = line.replace('"rollouts"', '"rewards": {"unc": 1}, "rollouts"');
+      else if (r < 0.1) line = line.slice(0, Math.floor(rand() * line.length));
+      else if (r < 0.11) line = line.replace('"boundary"', '"accuracy"');
+      lines.push(line);
+    }
+    const p = new RewardHistoryParser(opts);
+    const slow = new Flattener(opts.keyMap, new Set(['step', 'time', 'timestamp', 'data', 'global_step', '_step']));
+    let listed = 0;
+    for (const line of lines) {
+      const got = p.line(line);
+      const want = readJsonRecord(line, opts.keyMap, slow);
+      if (want === null) {
+        assert.deepEqual(got, [], line);
+        continue;
+      }
+      if ('error' in want) {
+        assert.deepEqual(got, want, line);
+        continue;
+      }
+      const rec = metric(got);
+      if (rec instanceof ListedRecord) listed++;
+      assert.equal(rec.step, want.record.step, line);
+      assert.equal(rec.time, want.record.time, line);
+      assert.deepEqual(Object.keys(rec.values), Object.keys(want.record.values), line);
+      for (const [k, v] of Object.entries(want.record.values))
+        assert.ok(Object.is(rec.values[k], v), `${line}: ${k} ${rec.values[k]} vs ${v}`);
+      assert.deepEqual((rec as MetricRecord).nulls, want.record.nulls, line);
+    }
+    // Most lines have the shape of the line before: the reader, not JSON.parse, read them.
+    assert.ok(listed > lines.length / 4, `${listed} of ${lines.length} lines read from their characters`);
+    assert.equal(p.format(), 'reward-history');
   });
 
   test('malformed lines say why; blank lines are nothing', () => {
@@ -538,7 +618,7 @@ describe('reward_history.jsonl read through the learned shape', () => {
     let throughShape = 0;
     for (const line of lines) {
       const r = metric(parser.line(line));
-      if (r instanceof ShapedRecord) throughShape++;
+      if (r instanceof ShapedRecord || r instanceof ListedRecord) throughShape++;
       shaped.apply(r, r.step!, 0, 'f', 'train-log');
       plain.apply(
         { kind: 'metrics', step: r.step, values: { ...r.values }, ...(r.time !== undefined ? { time: r.time } : {}) },

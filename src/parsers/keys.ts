@@ -256,6 +256,16 @@ export class Flattener {
     private readonly skip: ReadonlySet<string>,
   ) {}
 
+  /** The keys of the learned shape in order (empty: none); a new array whenever the shape changes. */
+  get shapeKeys(): readonly string[] {
+    return this.keys;
+  }
+
+  /** The series name of each key of the learned shape, null for a skipped key. */
+  get shapeNames(): Shape {
+    return this.names;
+  }
+
   /** The metric record of `obj` at `step`: read through the shape when it matches, else flattened (and learned). */
   record(step: number, obj: Record<string, unknown>): MetricRecord {
     if (this.matches(obj)) return new ShapedRecord(step, obj, this.names);

@@ -3,9 +3,10 @@
  * under their aliases, possibly nested under `rewards`, the whole record possibly under `data`
  * (verl's file logger, see verl-jsonl.ts). The parser reports which of the two the file is.
  */
-import { parseJsonLenient } from './json.js';
-import { Flattener, toNumber } from './keys.js';
+import { JsonNumberReader, parseJsonLenient } from './json.js';
+import { Flattener, ListedRecord, toNumber } from './keys.js';
 import { unwrapVerlRecord } from './verl-jsonl.js';
+import type { Shape } from './keys.js';
 import type { FormatId, LineParser, LineResult, MetricRecord, ParserOptions } from './types.js';
 import { defineInput } from './types.js';
 import { NOTHING } from './types.js';
@@ -48,14 +49,159 @@ export function readJsonRecord(
   return { record, wrapped };
 }
 
+/** Whether a key can be found in a line's text as it is: no escapes in JSON, not an array index (for-in would put it first). */
+function plainKey(key: string): boolean {
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 32 || c === 34 || c === 92) return false;
+  }
+  return !/^(0|[1-9]\d*)$/.test(key);
+}
+
+/**
+ * A line with the keys of the Flattener's learned shape in that order, read from its characters:
+ * no object is parsed for it, and the record is a ListedRecord with the shape's series names. Any
+ * other text (another key, a string or null where a series is, an escape, nesting) is left to
+ * JSON.parse, which gives the same record or the error. The text between the values of the last
+ * line read (`{"step": `, `, "boundary": `, `}`) is kept: a line written the same way is matched
+ * piece by piece, and only one that is not (other spaces) is walked character by character.
+ */
+class ShapedLineReader {
+  private names: Shape | null = null;
+  private keys: readonly string[] = [];
+  /** The series names in key order, shared by every record read. */
+  private series: string[] = [];
+  /** The place in the series names of each key's value (-1: skipped). */
+  private seriesAt: number[] = [];
+  private stepAt = -1;
+  private timeAt = -1;
+  private readonly number = new JsonNumberReader();
+  /** The text before each value in the last line read, and after the last one; empty: none yet. */
+  private between: string[] = [];
+  private after = '';
+  /** Where each value of the line being read starts and ends. */
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  // The line being read: its values (series only), step and time.
+  private nums: number[] = [];
+  private step: unknown;
+  private time: unknown;
+
+  constructor(private readonly flattener: Flattener) {}
+
+  record(text: string): MetricRecord | null {
+    if (this.flattener.shapeNames !== this.names) this.prepare();
+    if (this.stepAt < 0) return null;
+    this.nums = new Array<number>(this.series.length);
+    this.step = this.time = undefined;
+    if (!this.byPieces(text)) {
+      if (!this.byChars(text)) return null;
+      this.learnPieces(text);
+    }
+    const at = toNumber(this.step);
+    if (at === undefined || !Number.isFinite(at)) return null;
+    const record = new ListedRecord(at, this.series, this.nums);
+    const t = this.time === undefined ? undefined : parseTime(this.time);
+    if (t !== undefined) record.time = t;
+    return record;
+  }
+
+  /** The line with the last line's text between its values. */
+  private byPieces(text: string): boolean {
+    const between = this.between;
+    if (between.length === 0) return false;
+    let i = 0;
+    for (let k = 0; k < between.length; k++) {
+      const piece = between[k]!;
+      // A slice compared whole is cheaper here than startsWith's walk, character by character.
+      if (text.slice(i, i + piece.length) !== piece) return false;
+      i = this.value(text, i + piece.length, k);
+      if (i < 0) return false;
+    }
+    return i + this.after.length === text.length && text.endsWith(this.after);
+  }
+
+  /** The line walked by JSON's grammar (any spaces), keys in the shape's order. */
+  private byChars(text: string): boolean {
+    const keys = this.keys;
+    let i = skipSpace(text, 0);
+    if (text.charCodeAt(i) !== 123 /* { */) return false;
+    for (let k = 0; k < keys.length; k++) {
+      i = skipSpace(text, i + 1);
+      const key = keys[k]!;
+      if (text.charCodeAt(i) !== 34 || !text.startsWith(key, i + 1) || text.charCodeAt(i + 1 + key.length) !== 34) return false;
+      i = skipSpace(text, i + 2 + key.length);
+      if (text.charCodeAt(i) !== 58 /* : */) return false;
+      i = skipSpace(text, i + 1);
+      this.starts[k] = i;
+      i = this.value(text, i, k);
+      if (i < 0) return false;
+      this.ends[k] = i;
+      i = skipSpace(text, i);
+      if (text.charCodeAt(i) !== (k === keys.length - 1 ? 125 /* } */ : 44) /* , */) return false;
+    }
+    return skipSpace(text, i + 1) === text.length;
+  }
+
+  private learnPieces(text: string): void {
+    const n = this.keys.length;
+    this.between = Array.from({ length: n }, (_, k) => text.slice(k === 0 ? 0 : this.ends[k - 1], this.starts[k]));
+    this.after = text.slice(this.ends[n - 1]);
+  }
+
+  /** Reads the k-th value at `i`: a number (a string only where the key is skipped, without escapes). Returns where it ends, or -1. */
+  private value(text: string, i: number, k: number): number {
+    const series = this.names![k] !== null;
+    let v: unknown;
+    let end: number;
+    if (text.charCodeAt(i) === 34) {
+      const close = text.indexOf('"', i + 1);
+      if (series || close < 0 || text.lastIndexOf('\\', close) > i) return -1;
+      v = text.slice(i + 1, close);
+      end = close + 1;
+    } else {
+      const x = this.number.read(text, i);
+      if (x === undefined) return -1;
+      v = x;
+      end = this.number.end;
+    }
+    if (series) this.nums[this.seriesAt[k]!] = v as number;
+    else if (k === this.stepAt) this.step = v;
+    else if (k === this.timeAt) this.time = v;
+    return end;
+  }
+
+  private prepare(): void {
+    this.names = this.flattener.shapeNames;
+    this.keys = this.flattener.shapeKeys;
+    this.series = this.names.filter((x): x is string => x !== null);
+    let n = 0;
+    this.seriesAt = this.names.map((x) => (x === null ? -1 : n++));
+    this.between = [];
+    const at = (key: string): number => this.keys.indexOf(key);
+    this.stepAt = [at('step'), at('global_step'), at('_step')].find((x) => x >= 0) ?? -1;
+    this.timeAt = at('time') >= 0 ? at('time') : at('timestamp');
+    if (!this.keys.every(plainKey)) this.stepAt = -1;
+  }
+}
+
+/** The first position from `i` that is not JSON whitespace. */
+function skipSpace(s: string, i: number): number {
+  let c = s.charCodeAt(i);
+  while (c === 32 || c === 9 || c === 10 || c === 13) c = s.charCodeAt(++i);
+  return i;
+}
+
 export class RewardHistoryParser implements LineParser {
   readonly kind = 'lines';
   private wrapped = 0;
   private plain = 0;
   private readonly flattener: Flattener;
+  private readonly shaped: ShapedLineReader;
 
   constructor(private readonly opts: ParserOptions) {
     this.flattener = new Flattener(opts.keyMap, META_KEYS);
+    this.shaped = new ShapedLineReader(this.flattener);
   }
 
   format(): FormatId {
@@ -63,6 +209,11 @@ export class RewardHistoryParser implements LineParser {
   }
 
   line(text: string): LineResult {
+    const fast = this.shaped.record(text);
+    if (fast !== null) {
+      this.plain++;
+      return [fast];
+    }
     const r = readJsonRecord(text, this.opts.keyMap, this.flattener);
     if (r === null) return NOTHING;
     if ('error' in r) return r;
