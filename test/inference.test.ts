@@ -16,6 +16,7 @@ import {
   welch,
 } from '../src/stats/inference.js';
 import { rollingMedians } from '../src/detectors/levels.js';
+import { rng } from '../src/sim/random.js';
 
 const close = (a: number, b: number, tol: number, what: string): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
 
@@ -90,8 +91,7 @@ describe('spectral peak', () => {
 describe('medians along a series', () => {
   // Ties, both zeros and NaN: where a sort's order shows in the median (its sign, NaN's place).
   const POOL = [0, -0, 1, 1, 2, -3.5, 1e-9, NaN, Infinity, -Infinity, 0.1 + 0.2, 0.3];
-  let seed = 11;
-  const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const rand = rng(11);
   const value = (): number => (rand() < 0.6 ? POOL[Math.floor(rand() * POOL.length)]! : rand() * 4 - 2);
 
   test('a sorted window gives the median of its values, bit for bit, through every add and remove', () => {

@@ -6,6 +6,7 @@ import { classifyFile } from '../src/parsers/index.js';
 import { parseJsonLenient } from '../src/parsers/json.js';
 import { canonicalKey, Flattener, flattenValues, ListedRecord, ShapedRecord } from '../src/parsers/keys.js';
 import { RoundState } from '../src/runs/round.js';
+import { rng } from '../src/sim/random.js';
 import { parsePythonLiteral } from '../src/parsers/pydict.js';
 import { readJsonRecord, RewardHistoryParser } from '../src/parsers/reward-history.js';
 import { readRunSettings, RunConfigParser } from '../src/parsers/run-config.js';
@@ -182,8 +183,7 @@ describe('reward_history.jsonl', () => {
   });
 
   test('a line of the learned shape is read from its characters, with what JSON.parse gives: number spellings, spaces, strings, escapes, malformed lines', () => {
-    let seed = 7;
-    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const rand = rng(7);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const numbers = (): string => {
       const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 50 - 25);
@@ -339,8 +339,7 @@ describe('train.log', () => {
   });
 
   test('a verl value in any spelling is read in place as Number() reads its text, or left to the long way', () => {
-    let seed = 3;
-    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const rand = rng(3);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const spelling = (): string => {
       const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20);
