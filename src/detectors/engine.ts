@@ -53,8 +53,8 @@ function samePlace(f: Finding, d: Draft): boolean {
 
 export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
-  /** Keys of active findings by `run|detector`, so judging one detector does not scan them all. */
-  private readonly activeBy = new Map<string, Set<string>>();
+  /** Keys of active findings by run and detector, so judging one detector does not scan them all. */
+  private readonly activeBy = new Map<string, Map<string, Set<string>>>();
   /** run -> detector -> the run's progress at its last evaluation (no key built per record). */
   private readonly evaluated = new Map<string, Map<string, number>>();
   private enabled: Detector[];
@@ -65,8 +65,8 @@ export class DetectorEngine {
   /** Runs with a finding of a time-based detector (stale-run) that holds: a record may resolve it. */
   private readonly timeHeld = new Map<string, number>();
   private readonly timeBased: ReadonlySet<string>;
-  /** Findings that held at one evaluation and not yet at a second, by key. */
-  private readonly pending = new Map<string, Finding>();
+  /** Findings that held at one evaluation and not yet at a second, by run, then by key. */
+  private readonly pending = new Map<string, Map<string, Finding>>();
   /** Keys of active findings that failed at one evaluation and not yet at a second. */
   private readonly failing = new Set<string>();
 
@@ -91,7 +91,7 @@ export class DetectorEngine {
     this.nextDue.clear();
     const on = new Set(this.enabled.map((d) => d.id));
     const out: Transition[] = [];
-    for (const [key, f] of this.pending) if (!on.has(f.detector)) this.pending.delete(key);
+    for (const m of this.pending.values()) for (const [key, f] of m) if (!on.has(f.detector)) m.delete(key);
     for (const [key, f] of this.active) {
       if (!on.has(f.detector)) {
         this.unset(key, f);
@@ -131,7 +131,7 @@ export class DetectorEngine {
     for (let i = 0; i < this.enabled.length; i++) {
       const d = this.enabled[i]!;
       if (d.timeBased === true) {
-        if (ctx.live && held && this.activeBy.has(`${run.id}|${d.id}`)) out = this.judgeAdd(out, run, d, ctx, byDetector, read, true);
+        if (ctx.live && held && this.activeKeys(run.id, d.id) !== undefined) out = this.judgeAdd(out, run, d, ctx, byDetector, read, true);
         continue;
       }
       const last = byDetector.get(d.id);
@@ -211,6 +211,7 @@ export class DetectorEngine {
   private apply(run: RunState, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
     const out: Transition[] = [];
     const seen = new Set<string>();
+    const pending = this.pendingOf(run.id);
     for (const draft of drafts) {
       const key = findingKey(run.id, d.id, d.scope === 'run' ? '*' : draft.round);
       if (seen.has(key)) continue;
@@ -218,7 +219,7 @@ export class DetectorEngine {
       this.failing.delete(key);
       const active = this.active.get(key);
       // A finding not yet fired is judged against the one that held once before it.
-      const prev = active ?? this.pending.get(key);
+      const prev = active ?? pending.get(key);
       const finding: Finding = {
         detector: d.id,
         severity: draft.severity,
@@ -235,10 +236,10 @@ export class DetectorEngine {
       };
       if (active === undefined) {
         // Held at two evaluations in a row (or at a decisive one, or a fact): it fires.
-        if (decisive || d.immediate === true || this.pending.has(key)) {
-          this.pending.delete(key);
+        if (decisive || d.immediate === true || pending.has(key)) {
+          pending.delete(key);
           out.push(...this.fire(key, finding));
-        } else this.pending.set(key, finding);
+        } else pending.set(key, finding);
         continue;
       }
       this.put(key, finding);
@@ -248,8 +249,9 @@ export class DetectorEngine {
       else if (SEVERITY_RANK[finding.severity] > SEVERITY_RANK[active.severity]) out.push({ kind: 'escalated', finding });
     }
     // Held once and not again: never fired, forgotten.
-    for (const [key, f] of this.pending) if (f.run === run.id && f.detector === d.id && !seen.has(key)) this.pending.delete(key);
-    for (const key of [...(this.activeBy.get(`${run.id}|${d.id}`) ?? [])]) {
+    for (const [key, f] of pending) if (f.detector === d.id && !seen.has(key)) pending.delete(key);
+    const activeKeys = this.activeKeys(run.id, d.id);
+    for (const key of activeKeys === undefined ? [] : [...activeKeys]) {
       if (seen.has(key)) continue;
       // Failed at two evaluations in a row (or at a decisive one): it resolves.
       if (!decisive && d.immediate !== true && !this.failing.has(key)) {
@@ -264,25 +266,40 @@ export class DetectorEngine {
     return out;
   }
 
+  /** The keys of the active findings of a run's detector; undefined when there are none. */
+  private activeKeys(runId: string, detector: string): Set<string> | undefined {
+    return this.activeBy.get(runId)?.get(detector);
+  }
+
+  private pendingOf(runId: string): Map<string, Finding> {
+    let m = this.pending.get(runId);
+    if (m === undefined) this.pending.set(runId, (m = new Map()));
+    return m;
+  }
+
   private put(key: string, f: Finding): void {
     this.active.set(key, f);
-    const by = `${f.run}|${f.detector}`;
-    let keys = this.activeBy.get(by);
-    if (keys === undefined) this.activeBy.set(by, (keys = new Set()));
+    let byDetector = this.activeBy.get(f.run);
+    if (byDetector === undefined) this.activeBy.set(f.run, (byDetector = new Map()));
+    let keys = byDetector.get(f.detector);
+    if (keys === undefined) byDetector.set(f.detector, (keys = new Set()));
     if (!keys.has(key) && this.timeBased.has(f.detector)) this.timeHeld.set(f.run, (this.timeHeld.get(f.run) ?? 0) + 1);
     keys.add(key);
   }
 
   private unset(key: string, f: Finding): void {
     this.active.delete(key);
-    const by = `${f.run}|${f.detector}`;
-    const keys = this.activeBy.get(by);
+    const byDetector = this.activeBy.get(f.run);
+    const keys = byDetector?.get(f.detector);
     if (keys?.delete(key) === true && this.timeBased.has(f.detector)) {
       const n = (this.timeHeld.get(f.run) ?? 1) - 1;
       if (n === 0) this.timeHeld.delete(f.run);
       else this.timeHeld.set(f.run, n);
     }
-    if (keys?.size === 0) this.activeBy.delete(by);
+    if (keys?.size === 0) {
+      byDetector!.delete(f.detector);
+      if (byDetector!.size === 0) this.activeBy.delete(f.run);
+    }
   }
 
   /**
@@ -317,7 +334,7 @@ export class DetectorEngine {
       this.failing.delete(key);
       out.push({ kind: 'cleared', finding: f });
     }
-    for (const [key, f] of this.pending) if (f.run === runId) this.pending.delete(key);
+    this.pending.delete(runId);
     this.evaluated.delete(runId);
     this.nextDue.delete(runId);
     return out;
@@ -332,7 +349,12 @@ export class DetectorEngine {
   toJSON(): EngineJSON {
     const evaluated: Record<string, number> = {};
     for (const [run, m] of this.evaluated) for (const [d, steps] of m) evaluated[`${run}|${d}`] = steps;
-    return { findings: [...this.active.values()], evaluated, pending: [...this.pending.values()], failing: [...this.failing] };
+    return {
+      findings: [...this.active.values()],
+      evaluated,
+      pending: [...this.pending.values()].flatMap((m) => [...m.values()]),
+      failing: [...this.failing],
+    };
   }
 
   restore(j: EngineJSON | undefined): void {
@@ -340,7 +362,7 @@ export class DetectorEngine {
     const scope = new Map(this.enabled.map((d) => [d.id, d.scope]));
     const keyOf = (f: Finding): string => findingKey(f.run, f.detector, scope.get(f.detector) === 'run' ? '*' : f.round);
     for (const f of j.findings ?? []) this.put(keyOf(f), f);
-    for (const f of j.pending ?? []) if (scope.has(f.detector)) this.pending.set(keyOf(f), f);
+    for (const f of j.pending ?? []) if (scope.has(f.detector)) this.pendingOf(f.run).set(keyOf(f), f);
     for (const key of j.failing ?? []) if (this.active.has(key)) this.failing.add(key);
     for (const [k, v] of Object.entries(j.evaluated ?? {})) {
       // `run|detector`; a run path may itself hold a '|', a detector id never does.

@@ -46,7 +46,7 @@ export function rewardSeries(round: RoundState): { name: string; stats: SeriesSt
  */
 export function seriesSpan(round: RoundState, name: string): { first: number; last: number; steps: number } | null {
   const s = round.series.get(name);
-  const first = s?.curve.toJSON().buckets[0]?.firstStep;
+  const first = s?.curve.firstStep ?? undefined;
   if (s === undefined || first === undefined || s.lastStep === null) return null;
   return { first, last: s.lastStep, steps: s.lastStep - first + 1 };
 }
@@ -54,7 +54,7 @@ export function seriesSpan(round: RoundState, name: string): { first: number; la
 /** Mean values of a series' whole-round curve over `parts` equal spans of `span` steps from the series' first step. */
 export function segmentMeans(round: RoundState, name: string, span: number, parts: number): number[] | null {
   const s = round.series.get(name);
-  const buckets = s?.curve.toJSON().buckets;
+  const buckets = s?.curve.bucketsRead;
   const first = buckets?.[0]?.firstStep;
   if (buckets === undefined || first === undefined) return null;
   const sums = new Array<number>(parts).fill(0);

@@ -65,6 +65,8 @@ export interface RunJSON {
 
 export class RunState {
   readonly rounds = new Map<string, RoundState>();
+  /** The rounds in orderedRounds()'s order, worked out when a round was added. */
+  private ordered: RoundState[] = [];
   filter = new FilterStats();
   /** Settings from the run's configs and logs, the latest value of each key winning. */
   settings: RunSettings = {};
@@ -122,10 +124,17 @@ export class RunState {
     return n;
   }
 
-  /** Rounds ordered by role then round number. */
-  orderedRounds(): RoundState[] {
-    const order: Record<Role, number> = { selector: 0, generator: 1, unknown: 2 };
-    return [...this.rounds.values()].sort((a, b) => (a.round ?? 0) - (b.round ?? 0) || order[a.role] - order[b.role]);
+  /**
+   * Rounds ordered by round number then role. Rounds are only ever added and their numbers never
+   * change, so the order is worked out again only when there are more of them (detectors ask for
+   * it at every evaluation).
+   */
+  orderedRounds(): readonly RoundState[] {
+    if (this.ordered.length !== this.rounds.size) {
+      const order: Record<Role, number> = { selector: 0, generator: 1, unknown: 2 };
+      this.ordered = [...this.rounds.values()].sort((a, b) => (a.round ?? 0) - (b.round ?? 0) || order[a.role] - order[b.role]);
+    }
+    return this.ordered;
   }
 
   apply(rec: ParsedRecord, ctx: RecordContext, now: number): Discovery | null {
