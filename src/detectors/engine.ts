@@ -273,14 +273,14 @@ export class DetectorEngine {
 
   private pendingOf(runId: string): Map<string, Finding> {
     let m = this.pending.get(runId);
-    if (m === undefined) this.pending.set(runId, (m = new Map()));
+    if (m === undefined) this.pending.set(runId, (m = new Map<string, Finding>()));
     return m;
   }
 
   private put(key: string, f: Finding): void {
     this.active.set(key, f);
     let byDetector = this.activeBy.get(f.run);
-    if (byDetector === undefined) this.activeBy.set(f.run, (byDetector = new Map()));
+    if (byDetector === undefined) this.activeBy.set(f.run, (byDetector = new Map<string, Set<string>>()));
     let keys = byDetector.get(f.detector);
     if (keys === undefined) byDetector.set(f.detector, (keys = new Set()));
     if (!keys.has(key) && this.timeBased.has(f.detector)) this.timeHeld.set(f.run, (this.timeHeld.get(f.run) ?? 0) + 1);
