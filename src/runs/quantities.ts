@@ -54,8 +54,24 @@ export const SPELLINGS: Record<Quantity, readonly string[]> = {
   rollout_probs_diff: ['training/rollout_probs_diff_mean', 'rollout_probs_diff_mean'],
 };
 
+type Found = { name: string; stats: SeriesStats } | null;
+
+/**
+ * What seriesFor found in each round, while the round has as many series as then (a round's
+ * series are only ever added): the detectors ask for the same quantities at every evaluation.
+ */
+const found = new WeakMap<RoundState, { series: number; by: Map<Quantity, Found> }>();
+
 /** The first series of a round that carries `q`, or null. */
-export function seriesFor(round: RoundState, q: Quantity): { name: string; stats: SeriesStats } | null {
+export function seriesFor(round: RoundState, q: Quantity): Found {
+  let memo = found.get(round);
+  if (memo === undefined || memo.series !== round.series.size) found.set(round, (memo = { series: round.series.size, by: new Map() }));
+  let f = memo.by.get(q);
+  if (f === undefined) memo.by.set(q, (f = findSeries(round, q)));
+  return f;
+}
+
+function findSeries(round: RoundState, q: Quantity): Found {
   for (const name of SPELLINGS[q]) {
     const s = round.series.get(name);
     if (s !== undefined) return { name, stats: s };
