@@ -53,7 +53,8 @@ export class VerlConsoleReader {
     const number = this.number;
     while (pos < text.length) {
       const key = keys[i];
-      if (key === undefined || !text.startsWith(key, pos)) return null;
+      // A slice compared whole: startsWith walks a matching key character by character (~3x slower here).
+      if (key === undefined || text.slice(pos, pos + key.length) !== key) return null;
       const at = pos + key.length;
       if (text.charCodeAt(at) !== 58 || !plainNumberStart(text.charCodeAt(at + 1))) return null;
       // A number in JSON's spelling that reaches the next ` - ` (or the end) is read in place;
