@@ -143,28 +143,24 @@ export class SortedWindow {
   }
 
   add(x: number): void {
+    // Insertion from the end (the windows are short): no splice, no search.
     const xs = this.xs;
-    let lo = 0;
-    let hi = xs.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (sortsBefore(x, xs[mid]!)) hi = mid;
-      else lo = mid + 1;
+    let i = xs.length;
+    xs.push(x);
+    while (i > 0 && sortsBefore(x, xs[i - 1]!)) {
+      xs[i] = xs[i - 1]!;
+      i--;
     }
-    xs.splice(lo, 0, x);
+    xs[i] = x;
   }
 
   /** Takes out one value equal to `x` (one that was added). */
   remove(x: number): void {
     const xs = this.xs;
-    let lo = 0;
-    let hi = xs.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (sortsBefore(xs[mid]!, x)) lo = mid + 1;
-      else hi = mid;
-    }
-    xs.splice(lo, 1);
+    let i = 0;
+    while (i < xs.length - 1 && sortsBefore(xs[i]!, x)) i++;
+    for (; i < xs.length - 1; i++) xs[i] = xs[i + 1]!;
+    xs.pop();
   }
 
   median(): number {
