@@ -1,19 +1,22 @@
 /**
  * Ingest throughput: `barwatch analyze` (the whole process) on a generated 1,000,000-line
- * reward_history.jsonl (~150 bytes a line) and on a 200,000-step verl console log (67 metrics a
- * step, ~2,000 bytes a line, in verl's console format under Ray), against the
- * physical limit in Node measured in the same run (a bare loop that reads the file in chunks,
+ * reward_history.jsonl (~150 bytes a line), on a 200,000-step verl console log (67 metrics a
+ * step, ~2,000 bytes a line, in verl's console format under Ray, with every series the
+ * training-health detectors read: entropy, KL, grad norms, lengths, validation scores) and on a
+ * W&B run file of 100,000 rows (33 verl metrics a row, the test writer's), each against the
+ * physical limit in Node measured in the same run: a bare loop that reads the file in chunks,
  * splits lines and JSON.parses each; for the text log, every `key:value` of a step line into
- * names and numbers) and against `jq -c .`
- * where present. Several repetitions, median and spread.
+ * names and numbers; for the run file, its framing walked and every chunk's CRC checked. And
+ * against `jq -c .` where present. Several repetitions, interleaved, median and spread.
  *
- *   node dist/bench/ingest.js [--lines N] [--steps N] [--reps R]
+ *   node dist/bench/ingest.js [--lines N] [--steps N] [--rows N] [--reps R]
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { appendLines, arg, bareLoop, BIN, jsonlLine, report, seconds, spread, verlLine, type Spread } from './common.js';
+import { bareLoop as bareFraming, writeLong } from './wandb.js';
 
 function analyzeSteps(dir: string): number {
   const out = spawnSync(process.execPath, [BIN, 'analyze', dir, '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 28 });
@@ -23,27 +26,67 @@ function analyzeSteps(dir: string): number {
 
 const HAVE_JQ = spawnSync('jq', ['--version']).status === 0;
 
+interface Input {
+  what: string;
+  bareWhat: string;
+  /** The file, relative to the run folder. */
+  file: string;
+  write: (file: string, n: number) => void;
+  /** The bare loop over the file: how many lines (rows) it read. */
+  bare: (file: string, n: number) => Promise<number> | number;
+  jq: boolean;
+}
+
+const INPUTS: Record<'jsonl' | 'text' | 'wandb', Input> = {
+  jsonl: {
+    what: 'reward_history.jsonl',
+    bareWhat: 'JSON.parse per line',
+    file: 'outputs/selector_round1/reward_history.jsonl',
+    write: (file, n) => appendLines(file, 1, n, jsonlLine),
+    bare: (file) => bareLoop(file, 'jsonl'),
+    jq: true,
+  },
+  text: {
+    what: 'verl console log',
+    bareWhat: 'every key:value of a step',
+    file: 'outputs/selector_round1/train.log',
+    write: (file, n) => appendLines(file, 1, n, verlLine),
+    bare: (file) => bareLoop(file, 'text'),
+    jq: false,
+  },
+  wandb: {
+    what: 'W&B run file',
+    bareWhat: 'framing walked, every CRC checked',
+    file: 'wandb/run-20261202_120000-bench1/run-bench1.wandb',
+    write: writeLong,
+    // The bare loop counts chunks: one a row at least, besides the run and exit records.
+    bare: (file, n) => (bareFraming(file) >= n + 2 ? n : -1),
+    jq: false,
+  },
+};
+
 async function measure(
-  kind: 'jsonl' | 'text',
-  lines: number,
+  kind: keyof typeof INPUTS,
+  n: number,
   reps: number,
   dir: string,
 ): Promise<{ rows: string[][]; data: Record<string, unknown> }> {
+  const input = INPUTS[kind];
   const run = path.join(dir, kind);
-  const file = path.join(run, 'outputs', 'selector_round1', kind === 'jsonl' ? 'reward_history.jsonl' : 'train.log');
-  appendLines(file, 1, lines, kind === 'jsonl' ? jsonlLine : verlLine);
+  const file = path.join(run, input.file);
+  input.write(file, n);
   const bytes = statSync(file).size;
   const times: Record<string, number[]> = { bare: [], barwatch: [], jq: [] };
   for (let r = 0; r < reps; r++) {
     let t = process.hrtime.bigint();
-    const n = await bareLoop(file, kind);
+    const read = await input.bare(file, n);
     times['bare']!.push(seconds(t));
-    if (n !== lines) throw new Error(`bare loop read ${n} lines`);
+    if (read !== n) throw new Error(`${kind}: the bare loop read ${read} of ${n}`);
     t = process.hrtime.bigint();
     const steps = analyzeSteps(run);
     times['barwatch']!.push(seconds(t));
-    if (steps !== lines) throw new Error(`analyze read ${steps} steps of ${lines}`);
-    if (HAVE_JQ && kind === 'jsonl') {
+    if (steps !== n) throw new Error(`${kind}: analyze read ${steps} steps of ${n}`);
+    if (HAVE_JQ && input.jq) {
       t = process.hrtime.bigint();
       const jq = spawnSync('sh', ['-c', `jq -c . "${file}" > /dev/null`]);
       times['jq']!.push(seconds(t));
@@ -53,34 +96,35 @@ async function measure(
   const b = spread(times['bare']!);
   const row = (name: string, s: Spread): string[] => [
     name,
-    (lines / s.median).toFixed(0),
+    (n / s.median).toFixed(0),
     (bytes / 1e6 / s.median).toFixed(1),
     `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`,
     (b.median / s.median).toFixed(2),
   ];
-  const what = kind === 'jsonl' ? 'reward_history.jsonl' : 'verl console log';
   const rows = [
-    row(`${what}: bare loop (${kind === 'jsonl' ? 'JSON.parse per line' : 'every key:value of a step'})`, b),
-    row(`${what}: barwatch analyze (whole process)`, spread(times['barwatch']!)),
+    row(`${input.what}: bare loop (${input.bareWhat})`, b),
+    row(`${input.what}: barwatch analyze (whole process)`, spread(times['barwatch']!)),
   ];
-  if (times['jq']!.length > 0) rows.push(row(`${what}: jq -c .`, spread(times['jq']!)));
-  return { rows, data: { kind, lines, bytes, reps, seconds: times } };
+  if (times['jq']!.length > 0) rows.push(row(`${input.what}: jq -c .`, spread(times['jq']!)));
+  return { rows, data: { kind, lines: n, bytes, reps, seconds: times } };
 }
 
 export async function main(): Promise<void> {
   const lines = arg('lines', 1_000_000, 100_000);
   const steps = arg('steps', 200_000, 20_000);
+  const rows = arg('rows', 100_000, 10_000);
   const reps = arg('reps', 3, 1);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-'));
   try {
     const a = await measure('jsonl', lines, reps, dir);
     const b = await measure('text', steps, reps, dir);
+    const c = await measure('wandb', rows, reps, dir);
     report(
       'ingest',
-      `Ingest of ${lines} JSONL lines and ${steps} verl steps, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
+      `Ingest of ${lines} JSONL lines, ${steps} verl steps and ${rows} W&B rows, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
       ['reader', 'lines/s', 'MB/s', 'seconds', 'ratio to bare loop'],
-      [...a.rows, ...b.rows],
-      [a.data, b.data],
+      [...a.rows, ...b.rows, ...c.rows],
+      [a.data, b.data, c.data],
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -19,7 +19,7 @@ import { arg, BIN, median, report } from './common.js';
 const BLOCK = 32 * 1024;
 
 /** The framing walked and every chunk's CRC checked: the least a reader that trusts nothing does. */
-function bareLoop(file: string): number {
+export function bareLoop(file: string): number {
   const buf = readFileSync(file);
   let chunks = 0;
   let at = 7;
@@ -44,7 +44,7 @@ function bareLoop(file: string): number {
 }
 
 /** verl's metric names, as a long GRPO run logs them each step. */
-const KEYS = [
+export const KEYS = [
   'critic/score/mean',
   'critic/score/max',
   'critic/score/min',
@@ -75,7 +75,8 @@ const KEYS = [
   'val-core/gsm8k/reward/mean@1',
 ];
 
-function writeLong(file: string, rows: number): void {
+/** A verl run of `rows` steps as a W&B run file, written by the test writer. */
+export function writeLong(file: string, rows: number): void {
   const w = new WandbWriter(file);
   w.append(
     runRecord({
