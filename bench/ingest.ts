@@ -38,23 +38,14 @@ interface Input {
   jq: boolean;
 }
 
+/** A line-per-record input: lines made by `line(i)`, the bare loop over them of its `kind`. */
+function lines(kind: 'jsonl' | 'text', what: string, bareWhat: string, file: string, line: (i: number) => string): Input {
+  return { what, bareWhat, file, write: (f, n) => appendLines(f, 1, n, line), bare: (f) => bareLoop(f, kind), jq: kind === 'jsonl' };
+}
+
 const INPUTS: Record<'jsonl' | 'text' | 'wandb', Input> = {
-  jsonl: {
-    what: 'reward_history.jsonl',
-    bareWhat: 'JSON.parse per line',
-    file: 'outputs/selector_round1/reward_history.jsonl',
-    write: (file, n) => appendLines(file, 1, n, jsonlLine),
-    bare: (file) => bareLoop(file, 'jsonl'),
-    jq: true,
-  },
-  text: {
-    what: 'verl console log',
-    bareWhat: 'every key:value of a step',
-    file: 'outputs/selector_round1/train.log',
-    write: (file, n) => appendLines(file, 1, n, verlLine),
-    bare: (file) => bareLoop(file, 'text'),
-    jq: false,
-  },
+  jsonl: lines('jsonl', 'reward_history.jsonl', 'JSON.parse per line', 'outputs/selector_round1/reward_history.jsonl', jsonlLine),
+  text: lines('text', 'verl console log', 'every key:value of a step', 'outputs/selector_round1/train.log', verlLine),
   wandb: {
     what: 'W&B run file',
     bareWhat: 'framing walked, every CRC checked',

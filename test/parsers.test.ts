@@ -129,6 +129,30 @@ describe('Python literals', () => {
   });
 });
 
+/** One of `xs`, drawn by `rand`. */
+function pickWith<T>(rand: () => number, xs: readonly T[]): T {
+  return xs[Math.floor(rand() * xs.length)]!;
+}
+
+/**
+ * A random double as programs write it (shortest, fixed, exponent in either case, 17 digits,
+ * integer, float32) within 10^(±decades/2), or a text from one of the test's own groups of
+ * spellings (each group as likely as one way of writing the double).
+ */
+function spellNumber(rand: () => number, decades: number, odd: readonly (readonly string[])[]): string {
+  const x = (rand() - 0.5) * 10 ** Math.floor(rand() * decades - decades / 2);
+  return pickWith(rand, [
+    String(x),
+    x.toFixed(Math.floor(rand() * 12)),
+    x.toExponential(Math.floor(rand() * 18)),
+    x.toExponential(3).replace('e', 'E'),
+    x.toPrecision(17),
+    String(Math.round(x)),
+    String(Math.fround(x)),
+    ...odd.map((group) => pickWith(rand, group)),
+  ]);
+}
+
 describe('reward_history.jsonl', () => {
   test('the canonical selector line', () => {
     const p = new RewardHistoryParser(opts);
@@ -184,19 +208,10 @@ describe('reward_history.jsonl', () => {
 
   test('a line of the learned shape is read from its characters, with what JSON.parse gives: number spellings, spaces, strings, escapes, malformed lines', () => {
     const rand = rng(7);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
-    const numbers = (): string => {
-      const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 50 - 25);
-      return pick([
-        String(x),
-        x.toFixed(Math.floor(rand() * 12)),
-        x.toExponential(Math.floor(rand() * 18)),
-        x.toExponential(3).replace('e', 'E'),
-        x.toPrecision(17),
-        String(Math.round(x)),
-        String(Math.fround(x)),
-        (Math.round(rand() * 1e6) / 1e6).toFixed(6),
-        pick([
+    const pick = <T>(xs: readonly T[]): T => pickWith(rand, xs);
+    const numbers = (): string =>
+      spellNumber(rand, 50, [
+        [
           '0',
           '-0',
           '1e22',
@@ -209,12 +224,11 @@ describe('reward_history.jsonl', () => {
           '5e-324',
           '1e400',
           '-1e-400',
-        ]),
-        pick(['NaN', 'Infinity', '-Infinity']),
+        ],
+        ['NaN', 'Infinity', '-Infinity'],
         // Not JSON: JSON.parse refuses each, so must the reader.
-        pick(['01', '1.', '.5', '+1', '1e', '1e+', '-', '--1', '0x10', '1.e5', '00', '-NaN', 'nan', 'true', 'null', '"0.5"', '[1]', '{}']),
+        ['01', '1.', '.5', '+1', '1e', '1e+', '-', '--1', '0x10', '1.e5', '00', '-NaN', 'nan', 'true', 'null', '"0.5"', '[1]', '{}'],
       ]);
-    };
     const keys = ['step', 'boundary', 'relevance', 'format', 'total', 'accuracy', 'rollouts'];
     const lines: string[] = [];
     for (let i = 0; i < 30_000; i++) {
@@ -340,19 +354,11 @@ describe('train.log', () => {
 
   test('a verl value in any spelling is read in place as Number() reads its text, or left to the long way', () => {
     const rand = rng(3);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
-    const spelling = (): string => {
-      const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20);
-      return pick([
-        x.toFixed(3),
-        x.toFixed(6),
-        String(x),
-        x.toExponential(Math.floor(rand() * 17)),
-        x.toPrecision(17),
-        String(Math.round(x)),
-        pick(['.5', '1.', '+1', '-0', '1E5', '1e-05', '00', '0x10', '12345678901234567890', '-Infinity', '1.0e+400', '-.25']),
+    // Number() reads each of these, some in a spelling JSON has not.
+    const spelling = (): string =>
+      spellNumber(rand, 40, [
+        ['.5', '1.', '+1', '-0', '1E5', '1e-05', '00', '0x10', '12345678901234567890', '-Infinity', '1.0e+400', '-.25'],
       ]);
-    };
     const keys = ['critic/score/mean', 'actor/entropy', 'actor/lr', 'response_length/mean', 'timing_s/step'];
     const warm = new TextLogParser(opts);
     let listed = 0;
