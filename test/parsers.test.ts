@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { BarragSelectorDebugParser } from '../src/parsers/barrag-selector-debug.js';
 import { BarragGeneratorDebugParser } from '../src/parsers/barrag-generator-debug.js';
 import { classifyFile } from '../src/parsers/index.js';
-import { parseJsonLenient } from '../src/parsers/json.js';
+import { JsonNumberReader, parseJsonLenient } from '../src/parsers/json.js';
+import { jsonNumberAt } from '../src/parsers/wandb-log.js';
 import { canonicalKey, Flattener, flattenValues, ListedRecord, ShapedRecord } from '../src/parsers/keys.js';
 import { RoundState } from '../src/runs/round.js';
 import { rng } from '../src/sim/random.js';
@@ -106,6 +107,53 @@ describe('JSON with Python non-finite numbers', () => {
 
   test('broken JSON still throws', () => {
     assert.throws(() => parseJsonLenient('{"a": NaN'), SyntaxError);
+  });
+});
+
+describe('numbers of 16 and 17 digits read in place', () => {
+  /**
+   * Python writes most floats with 16 or 17 significant digits; both readers compute them in
+   * place (exactDecimal) and must give what Number() gives, bit for bit: the shortest spelling of
+   * random doubles of every size, 16 and 17 digits of them, decimals of 16-17 random digits, and
+   * the hard ones, decimals next to halfway between two doubles and exactly halfway (a tie).
+   */
+  test('both readers give Number() of the text, halfway cases included', () => {
+    const rand = rng(17);
+    const bits = new Float64Array(1);
+    const words = new Uint32Array(bits.buffer);
+    const reader = new JsonNumberReader();
+    const texts: string[] = [];
+    for (let k = 0; k < 40_000; k++) {
+      words[0] = Math.floor(rand() * 2 ** 32);
+      words[1] = ((1023 - 60 + Math.floor(rand() * 120)) * 2 ** 20 + Math.floor(rand() * 2 ** 20)) >>> 0;
+      const x = bits[0]!;
+      const next = x * (1 + 2 ** -52);
+      let d = String(1 + Math.floor(rand() * 9));
+      const n = 15 + Math.floor(rand() * 3);
+      while (d.length < n) d += String(Math.floor(rand() * 10));
+      const dot = 1 + Math.floor(rand() * (n - 1));
+      texts.push(
+        String(x),
+        String(-x),
+        x.toPrecision(17),
+        x.toPrecision(16),
+        ((x + next) / 2).toPrecision(17),
+        `${d.slice(0, dot)}.${d.slice(dot)}`,
+        `0.00${d}`,
+        `${d.slice(0, 1)}.${d.slice(1)}e-${Math.floor(rand() * 30)}`,
+      );
+    }
+    // 2^53 + 1 is halfway between two doubles: as a decimal of 17 digits over a power of ten, a tie.
+    for (let k = 0; k < 2_000; k++) {
+      const tie = String((2n ** 53n + 1n + 2n * BigInt(Math.floor(rand() * 1e6))) * 10n);
+      for (const places of [1, 2, 5, 16]) texts.push(`${tie.slice(0, -places)}.${tie.slice(-places)}`);
+    }
+    for (const t of texts) {
+      const want = Number(t);
+      assert.ok(Object.is(jsonNumberAt(Buffer.from(t, 'latin1'), 0, t.length), want), `W&B reader: ${t}`);
+      assert.ok(Object.is(reader.read(t, 0), want), `text reader: ${t}`);
+      assert.equal(reader.end, t.length, t);
+    }
   });
 });
 

@@ -57,14 +57,80 @@ function replaceNonFinite(text: string): string {
 }
 
 /** Powers of ten a double holds exactly. */
-export const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
+/** Significant digits read in place (see exactDecimal); a number with more goes through Number(). */
+export const EXACT_DIGITS = 17;
+const TWO53 = 2 ** 53;
+/** Veltkamp's constant: splits a double into two halves whose products are exact. */
+const SPLIT = 2 ** 27 + 1;
+/** 2^(e - 1075): the unit in the last place of a double whose biased exponent is e. */
+const ULP = Array.from({ length: 2047 }, (_, e) => 2 ** (e - 1075));
+const F64 = new Float64Array(1);
+const U32 = new Uint32Array(F64.buffer);
+/** The double's bits are read through a typed array: the low word first on a little-endian machine. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+/** How close to halfway between two doubles a decimal may be for exactDecimal to decide (relative). */
+const MARGIN = 2 ** -30;
+
+/** a*b - fl(a*b), exactly (Dekker's product; `p` is fl(a*b)). */
+function productError(a: number, b: number, p: number): number {
+  let c = SPLIT * a;
+  const ah = c - (c - a);
+  const al = a - ah;
+  c = SPLIT * b;
+  const bh = c - (c - b);
+  const bl = b - bh;
+  return ah * bh - p + ah * bl + al * bh + al * bl;
+}
+
+/**
+ * The double nearest to the decimal (hi * 10^loDigits + lo) * 10^exp, where hi holds the first
+ * nine significant digits and lo the rest (at most EXACT_DIGITS in all), or NaN when it cannot
+ * tell cheaply (the caller then reads the text with Number()). An integer part under 2^53 with a
+ * power of ten up to 22 is Clinger's fast path: both operands exact, one rounding. Above 2^53
+ * (most of the 16 and 17 digits Python writes for a float) the quotient by an exact power of ten
+ * is checked: the remainder of the decimal less candidate times the power, computed exactly in
+ * two doubles (the integer as a sum of two, Dekker's product), says whether the candidate is the
+ * nearest double or its neighbour is; a decimal within 2^-30 of half a unit of halfway between
+ * two doubles (a tie among them) is left to Number().
+ */
+export function exactDecimal(hi: number, lo: number, loDigits: number, exp: number): number {
+  const big = hi * POW10[loDigits]!; // < 10^9 * 5^8 * 2^8: exact
+  const s = big + lo;
+  if (s < TWO53) {
+    // The integer is exact (a sum that rounded would be at least 2^53).
+    if (exp < 0) return exp >= -22 ? s / POW10[-exp]! : NaN;
+    return exp <= 22 ? s * POW10[exp]! : NaN;
+  }
+  if (exp >= 0 || exp < -22 || !LITTLE_ENDIAN) return NaN;
+  const e = lo - (s - big); // the integer is s + e exactly (big >= lo)
+  const p = POW10[-exp]!;
+  let q = s / p;
+  for (let tries = 0; tries < 3; tries++) {
+    const qp = q * p;
+    // (s + e) - q*p: s - qp is exact (the two are within a factor of two), the rest is small.
+    const r = s - qp + (e - productError(q, p, qp));
+    if (r === 0) return q;
+    F64[0] = q;
+    const ulp = ULP[U32[1]! >>> 20]!;
+    // Below a power of two the doubles are twice as dense.
+    const below = (U32[1]! & 0xfffff) === 0 && U32[0] === 0 ? ulp / 2 : ulp;
+    const half = p * (r > 0 ? ulp : below) * 0.5;
+    const away = r > 0 ? r : -r;
+    if (away < half * (1 - MARGIN)) return q;
+    if (away <= half * (1 + MARGIN)) return NaN;
+    q = r > 0 ? q + ulp : q - below;
+  }
+  return NaN;
+}
 
 /**
  * A number of JSON text (or Python's `NaN`, `Infinity`, `-Infinity`) that starts at `start`,
- * read in place with the grammar JSON.parse applies: `end` is where it stopped. Up to 15
- * significant digits and a power of ten up to 22 are computed exactly (the integer of the digits
- * times or over an exact power of ten: one rounding, as the correctly rounded parse gives);
- * longer numbers through Number() of their text. Undefined for anything that is not a number.
+ * read in place with the grammar JSON.parse applies: `end` is where it stopped. Up to
+ * EXACT_DIGITS significant digits with a power of ten up to 22 are computed exactly and
+ * correctly rounded (exactDecimal); anything else through Number() of its text. Undefined for
+ * anything that is not a number.
  */
 export class JsonNumberReader {
   end = 0;
@@ -76,13 +142,16 @@ export class JsonNumberReader {
     if (neg) c = s.charCodeAt(++i);
     if (c === 78 /* N */) return !neg && s.startsWith('NaN', i) ? this.at(i + 3, NaN) : undefined;
     if (c === 73 /* I */) return s.startsWith('Infinity', i) ? this.at(i + 8, neg ? -Infinity : Infinity) : undefined;
-    let m = 0;
+    // The first nine significant digits in hi, the next eight in lo; past them only counted.
+    let hi = 0;
+    let lo = 0;
     let digits = 0;
     let exp = 0;
     if (c === 48 /* 0 */) c = s.charCodeAt(++i);
     else if (c >= 49 && c <= 57) {
       for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) {
-        if (++digits <= 15) m = m * 10 + (c - 48);
+        if (++digits <= 9) hi = hi * 10 + (c - 48);
+        else if (digits <= EXACT_DIGITS) lo = lo * 10 + (c - 48);
         else exp++;
       }
     } else return undefined;
@@ -92,8 +161,11 @@ export class JsonNumberReader {
       for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) {
         if (digits === 0 && c === 48)
           exp--; // leading zeros of 0.000123
-        else if (++digits <= 15) {
-          m = m * 10 + (c - 48);
+        else if (++digits <= 9) {
+          hi = hi * 10 + (c - 48);
+          exp--;
+        } else if (digits <= EXACT_DIGITS) {
+          lo = lo * 10 + (c - 48);
           exp--;
         }
       }
@@ -110,9 +182,8 @@ export class JsonNumberReader {
       for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) if (e < 100_000) e = e * 10 + (c - 48);
       exp += eneg ? -e : e;
     }
-    let v: number;
-    if (digits <= 15 && exp >= -22 && exp <= 22) v = exp < 0 ? m / POW10[-exp]! : m * POW10[exp]!;
-    else return this.at(i, Number(s.slice(start, i)));
+    const v = digits <= EXACT_DIGITS ? exactDecimal(hi, lo, digits > 9 ? digits - 9 : 0, exp) : NaN;
+    if (v !== v) return this.at(i, Number(s.slice(start, i)));
     return this.at(i, neg ? -v : v);
   }
 

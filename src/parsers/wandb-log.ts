@@ -12,7 +12,7 @@
  * yet", and reading resumes at the start of the record it belongs to.
  */
 import { crc32 } from 'node:zlib';
-import { POW10 } from './json.js';
+import { exactDecimal, EXACT_DIGITS } from './json.js';
 import { canonicalKey, END_OF_TRAINING, ListedRecord, trainTag } from './keys.js';
 import { settingsOf } from './run-config.js';
 import type { FormatId, Framing, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
@@ -463,61 +463,62 @@ const latin1At = (b: Uint8Array, start: number, end: number): string =>
 
 /**
  * A value_json that is a number, read from its bytes: undefined when it is anything else (a
- * string, an object, `true`...). Up to 15 significant digits and a power of ten up to 22 are read
- * exactly in place (the integer of the digits times or over an exact power of ten: one rounding,
- * as the correctly rounded parse gives); longer numbers through Number() of their text.
+ * string, an object, `true`...). Up to EXACT_DIGITS significant digits with a power of ten up to
+ * 22 are read in place, correctly rounded (exactDecimal: Python writes most floats with 16 or 17
+ * digits); anything else through Number() of its text.
  */
 export function jsonNumberAt(b: Uint8Array, start: number, end: number): number | undefined {
   let i = start;
   if (i >= end) return undefined;
-  let neg = false;
-  if (b[i] === 45) {
-    neg = true;
-    i++;
-  }
-  const c0 = b[i];
-  if (c0 === 78) return end - i === 3 && b[i + 1] === 97 && b[i + 2] === 78 ? NaN : undefined; // NaN
-  if (c0 === 73) return end - i === 8 && b[i + 7] === 121 ? (neg ? -Infinity : Infinity) : undefined; // Infinity
-  if (c0 === undefined || c0 < 48 || c0 > 57) return undefined;
-  // Longer than 15 digits can be read exactly in place (Python writes most floats with 16 or 17): Number() of the text.
-  if (end - i > 17) {
-    const n = Number(latin1At(b, start, end));
-    return Number.isNaN(n) ? undefined : n;
-  }
-  let m = 0;
+  let c = b[i]!;
+  const neg = c === 45; /* - */
+  if (neg) c = ++i < end ? b[i]! : 0;
+  if (c === 78 /* N */) return !neg && end - i === 3 && b[i + 1] === 97 && b[i + 2] === 78 ? NaN : undefined;
+  if (c === 73 /* I */) return end - i === 8 && b[i + 7] === 121 ? (neg ? -Infinity : Infinity) : undefined;
+  // The first nine significant digits in hi, the next eight in lo; past them only counted.
+  let hi = 0;
+  let lo = 0;
   let digits = 0;
   let exp = 0;
-  let dot = false;
-  let any = false;
-  for (; i < end; i++) {
-    const c = b[i]!;
-    if (c >= 48 && c <= 57) {
-      any = true;
-      if (digits > 0 || c !== 48) {
-        digits++;
-        if (digits <= 15) m = m * 10 + (c - 48);
-        else if (!dot) exp++;
+  if (c === 48 /* 0 */) c = ++i < end ? b[i]! : 0;
+  else if (c >= 49 && c <= 57) {
+    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) {
+      if (++digits <= 9) hi = hi * 10 + (c - 48);
+      else if (digits <= EXACT_DIGITS) lo = lo * 10 + (c - 48);
+      else exp++;
+    }
+  } else return undefined;
+  if (c === 46 /* . */) {
+    c = ++i < end ? b[i]! : 0;
+    if (!(c >= 48 && c <= 57)) return undefined;
+    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) {
+      if (digits === 0 && c === 48)
+        exp--; // leading zeros of 0.000123
+      else if (++digits <= 9) {
+        hi = hi * 10 + (c - 48);
+        exp--;
+      } else if (digits <= EXACT_DIGITS) {
+        lo = lo * 10 + (c - 48);
+        exp--;
       }
-      if (dot && digits <= 15) exp--;
-    } else if (c === 46 && !dot) dot = true;
-    else break;
+    }
   }
-  if (!any) return undefined;
-  if (i < end) {
-    if (b[i] !== 101 && b[i] !== 69) return undefined;
-    i++;
+  if (c === 101 || c === 69 /* e E */) {
+    c = ++i < end ? b[i]! : 0;
     let eneg = false;
-    if (b[i] === 45 || b[i] === 43) eneg = b[i++] === 45;
+    if (c === 45 || c === 43) {
+      eneg = c === 45;
+      c = ++i < end ? b[i]! : 0;
+    }
+    if (!(c >= 48 && c <= 57)) return undefined;
     let e = 0;
-    const from = i;
-    for (; i < end && b[i]! >= 48 && b[i]! <= 57 && e < 10_000; i++) e = e * 10 + (b[i]! - 48);
-    if (i === from || i < end) return undefined;
+    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) if (e < 100_000) e = e * 10 + (c - 48);
     exp += eneg ? -e : e;
   }
-  let v: number;
-  if (digits <= 15 && exp >= -22 && exp <= 22) v = exp < 0 ? m / POW10[-exp]! : m * POW10[exp]!;
-  else v = Number(latin1At(b, start, end));
-  return neg && v === v ? -Math.abs(v) : v;
+  if (i < end) return undefined;
+  const v = digits <= EXACT_DIGITS ? exactDecimal(hi, lo, digits > 9 ? digits - 9 : 0, exp) : NaN;
+  if (v === v) return neg ? -v : v;
+  return Number(latin1At(b, start, end));
 }
 
 /**
