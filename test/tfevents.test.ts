@@ -5,11 +5,11 @@
  * and reported once.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../src/config/load.js';
-import { crc32c, frames, TFRECORD } from '../src/parsers/tfrecord.js';
+import { crc32c, frame, frames, TFRECORD } from '../src/parsers/tfrecord.js';
 import { decodeEvent, TfEventsDecoder } from '../src/parsers/tfevents.js';
 import { analyzePaths } from '../src/pipeline/analyze.js';
 import { RecordTailer } from '../src/sources/record-tailer.js';
@@ -117,6 +117,65 @@ describe('TFRecord framing and the record tailer', () => {
     assert.equal(tailer.checkpoint().offset, bytes.length);
   });
 
+  test('a backlog is read 16 MiB at a time, the next part read ahead: each record once, in order; a part read ahead of a file since replaced is not used', async () => {
+    const dir = tempDir();
+    const files = [0, 1, 2].map((k) => path.join(dir, `events.out.tfevents.${k}.big`));
+    // 120 records of 300 KB: 36 MB, three reads each. Each record says its file and its place.
+    const record = (file: number, i: number): Buffer => {
+      const data = Buffer.alloc(300_000, i & 0xff);
+      data.writeUInt32LE(i, 0);
+      data.writeUInt32LE(file, 4);
+      return frame(data);
+    };
+    const write = (f: string, file: number, from: number): void =>
+      writeFileSync(f, Buffer.concat(Array.from({ length: 120 }, (_, i) => record(file, from + i))));
+    files.forEach((f, k) => write(f, k, 0));
+    const tailers = files.map((f) => new RecordTailer(f, null, TFRECORD));
+    const seen: number[][] = files.map(() => []);
+    const into =
+      (out: number[]) =>
+      (recs: Uint8Array[]): void => {
+        for (const r of recs) {
+          const b = Buffer.from(r.buffer, r.byteOffset, r.byteLength);
+          out.push(b.readUInt32LE(0) + 1000 * b.readUInt32LE(4));
+        }
+      };
+    // Interleaved, as the daemon reads a backlog over many files: more tailers than reads ahead held.
+    const outcomes: string[] = [];
+    let open = [0, 1, 2];
+    while (open.length > 0) {
+      for (const k of [...open]) {
+        const out = await tailers[k]!.read(into(seen[k]!));
+        outcomes.push(out);
+        if (out !== 'more') open = open.filter((x) => x !== k);
+      }
+    }
+    files.forEach((_, k) =>
+      assert.deepEqual(
+        seen[k],
+        Array.from({ length: 120 }, (_, i) => 1000 * k + i),
+        `file ${k}`,
+      ),
+    );
+    assert.ok(outcomes.filter((o) => o === 'more').length >= 6, 'read in parts');
+    // Replaced by another file after a read that read its next part ahead: the new file from its start.
+    const t = new RecordTailer(files[0]!, null, TFRECORD);
+    const got: number[] = [];
+    assert.equal(await t.read(into(got)), 'more');
+    const first = got.length;
+    write(`${files[0]}.new`, 9, 500);
+    renameSync(`${files[0]}.new`, files[0]!);
+    while ((await t.read(into(got))) === 'more');
+    assert.deepEqual(
+      got.slice(0, first),
+      Array.from({ length: first }, (_, i) => i),
+    );
+    assert.deepEqual(
+      got.slice(first),
+      Array.from({ length: 120 }, (_, i) => 9500 + i),
+    );
+  });
+
   test('a bad data CRC skips one record; a bad length CRC stops the file until it is rewritten', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'events.out.tfevents.2.host');
@@ -144,7 +203,6 @@ describe('TFRecord framing and the record tailer', () => {
     assert.deepEqual(notices, [`corrupt@${corruptAt}`], 'reported once');
     // Rewritten (a new file in its place): read again from the start.
     writeFileSync(`${file}.new`, Buffer.concat(recs));
-    const { renameSync } = await import('node:fs');
     renameSync(`${file}.new`, file);
     await read();
     assert.deepEqual(steps, [1, 3, 4, 1, 2, 3, 4, 5, 6]);

@@ -26,9 +26,23 @@ export interface RecordNotices {
 
 /** Bytes read per poll before yielding to other files. */
 const BUDGET = 16 << 20;
+/** Reads ahead held at once over every tailer (BUDGET bytes each): see RecordTailer.read. */
+const MAX_AHEAD = 2;
+
+/** The next part of a file, read while the part before it was handed over. */
+interface Ahead {
+  offset: number;
+  dev: number;
+  ino: number;
+  want: number;
+  result: Promise<{ buf: Buffer; got: number } | null>;
+}
 
 export class RecordTailer {
   private state: RecordCheckpoint;
+  private ahead: Ahead | null = null;
+  /** The tailers holding a read ahead, oldest first: a new one past MAX_AHEAD drops the oldest. */
+  private static readonly holding = new Set<RecordTailer>();
 
   constructor(
     readonly file: string,
@@ -53,6 +67,7 @@ export class RecordTailer {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
       throw err;
     }
+    let closeLater = false;
     try {
       const st = await fh.stat();
       if (!st.isFile()) throw Object.assign(new Error(`${this.file} is not a regular file`), { code: 'ENOTFILE' });
@@ -71,25 +86,69 @@ export class RecordTailer {
       let buf: Buffer;
       let got: number;
       let f;
+      let early = await this.takeAhead(cur.offset, st);
+      if (early !== null) want = early.want;
       for (;;) {
-        buf = Buffer.alloc(want);
-        got = (await fh.read(buf, 0, want, cur.offset)).bytesRead;
+        if (early !== null) {
+          ({ buf, got } = early);
+          early = null;
+        } else {
+          buf = Buffer.allocUnsafe(want);
+          got = (await fh.read(buf, 0, want, cur.offset)).bytesRead;
+        }
         f = this.framing.split(buf.subarray(0, got), cur.offset);
         // One record larger than the budget: read more, up to the record limit.
         if (f.consumed > 0 || f.corruptAt !== null || got < want || want >= left || want > MAX_RECORD_BYTES) break;
         want = Math.min(want * 2, left);
       }
+      const next = cur.offset + f.consumed;
+      const more = f.corruptAt === null && f.consumed > 0 && st.size - next >= this.framing.minBytes && got === want && want >= BUDGET;
+      // A backlog: the next part is read (by the thread pool) while this one is handed over.
+      if (more) closeLater = this.readAhead(fh, next, Math.min(st.size - next, BUDGET), st);
       if (f.records.length > 0 || f.badData > 0) deliver(f.records, f.badData);
-      cur.offset += f.consumed;
+      cur.offset = next;
       if (f.corruptAt !== null) {
         cur.corruptAt = cur.offset;
         this.notices.corrupt?.({ offset: cur.offset });
         return 'idle';
       }
-      return f.consumed > 0 && st.size - cur.offset >= this.framing.minBytes && got === want && want >= BUDGET ? 'more' : 'idle';
+      return more ? 'more' : 'idle';
     } finally {
-      await fh.close();
+      if (!closeLater) await fh.close();
     }
+  }
+
+  /** Starts reading [offset, offset + want) of the open file; it is closed once that read ends. */
+  private readAhead(fh: fsp.FileHandle, offset: number, want: number, st: { dev: number; ino: number }): boolean {
+    const holding = RecordTailer.holding;
+    if (holding.size >= MAX_AHEAD) {
+      const oldest = holding.values().next().value!;
+      oldest.ahead = null;
+      holding.delete(oldest);
+    }
+    const buf = Buffer.allocUnsafe(want);
+    const result = fh.read(buf, 0, want, offset).then(
+      (r) => ({ buf, got: r.bytesRead }),
+      () => null,
+    );
+    void result.then(() => fh.close()).catch(() => undefined);
+    this.ahead = { offset, dev: st.dev, ino: st.ino, want, result };
+    holding.add(this);
+    return true;
+  }
+
+  /** The read ahead, when it is of the part wanted now from the same file and what it read is still there. */
+  private async takeAhead(
+    offset: number,
+    st: { dev: number; ino: number; size: number },
+  ): Promise<{ buf: Buffer; got: number; want: number } | null> {
+    const a = this.ahead;
+    if (a === null) return null;
+    this.ahead = null;
+    RecordTailer.holding.delete(this);
+    const r = await a.result;
+    if (r === null || a.offset !== offset || a.dev !== st.dev || a.ino !== st.ino || offset + r.got > st.size) return null;
+    return { ...r, want: a.want };
   }
 }
 
