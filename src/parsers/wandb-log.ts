@@ -201,6 +201,22 @@ function varintAt(b: Uint8Array, at: number[]): number {
   return v;
 }
 
+/** Where the varint read last by varint() ended. */
+let varintEnd = 0;
+
+/** The varint at `pos` of `b` (one byte: inline), its end in varintEnd; RangeError past the end. */
+function varint(b: Uint8Array, pos: number): number {
+  const c = b[pos];
+  if (c !== undefined && c < 0x80) {
+    varintEnd = pos + 1;
+    return c;
+  }
+  const at = [pos];
+  const v = varintAt(b, at);
+  varintEnd = at[0]!;
+  return v;
+}
+
 /** Moves `at[0]` past a field's value of wire type `wire`. */
 function skipValue(b: Uint8Array, at: number[], wire: number, end: number): void {
   if (wire === 0) varintAt(b, at);
@@ -253,15 +269,21 @@ export class KeyCache {
   private bytes: Uint8Array[] = [];
   private strs: string[] = [];
 
-  key(i: number, b: Uint8Array, start: number, end: number, text: () => string = () => asText(b, start, end)): string {
+  key(i: number, b: Uint8Array, start: number, end: number): string {
+    return this.cached(i, b, start, end) ?? this.keep(i, b, start, end, asText(b, start, end));
+  }
+
+  /** The key at place `i` when its bytes are b[start, end) again. */
+  cached(i: number, b: Uint8Array, start: number, end: number): string | undefined {
     const old = this.bytes[i];
     const len = end - start;
-    if (old !== undefined && old.length === len) {
-      let j = 0;
-      while (j < len && old[j] === b[start + j]) j++;
-      if (j === len) return this.strs[i]!;
-    }
-    const s = text();
+    if (old === undefined || old.length !== len) return undefined;
+    for (let j = 0; j < len; j++) if (old[j] !== b[start + j]) return undefined;
+    return this.strs[i];
+  }
+
+  /** Keeps `s` as the key at place `i`, for its bytes b[start, end); returns it. */
+  keep(i: number, b: Uint8Array, start: number, end: number, s: string): string {
     if (i < 4096) {
       this.bytes[i] = b.slice(start, end);
       this.strs[i] = s;
@@ -521,6 +543,19 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
   return Number(latin1At(b, start, end));
 }
 
+/** A nested_key's parts (fields from `from` to `to`, tags included) joined with '/'. */
+function nestedKey(b: Uint8Array, from: number, to: number): string {
+  const parts: string[] = [];
+  const p = [from];
+  while (p[0]! < to) {
+    varintAt(b, p);
+    const e = lengthEnd(b, p, to);
+    parts.push(asText(b, p[0]!, e));
+    p[0] = e;
+  }
+  return parts.join('/');
+}
+
 /**
  * A W&B run file's records as barwatch's: each history row a metric record at its step (`_step`,
  * or the key a define_metric made the step: TRL's `train/global_step`), at the trainer's
@@ -632,17 +667,22 @@ export class WandbParser implements RecordParser {
    * read (another record kind, a nested key, a histogram, a string): then wandbRow reads it.
    */
   private fastRow(b: Uint8Array, out: ParsedRecord[]): boolean {
-    const at = [0];
-    if (b.length === 0) return false;
+    const size = b.length;
+    if (size === 0) return false;
     // A Record's history (field 2), after its number (field 1) and other leading varints.
-    let tag = varintAt(b, at);
+    let tag = varint(b, 0);
+    let pos = varintEnd;
     while ((tag & 7) === 0) {
-      varintAt(b, at);
-      if (at[0]! >= b.length) return false;
-      tag = varintAt(b, at);
+      varint(b, pos);
+      pos = varintEnd;
+      if (pos >= size) return false;
+      tag = varint(b, pos);
+      pos = varintEnd;
     }
     if (tag !== 18) return false;
-    const hEnd = lengthEnd(b, at, b.length);
+    const hEnd = varint(b, pos) + varintEnd;
+    pos = varintEnd;
+    if (hEnd > size) throw new RangeError('protobuf: field past the end');
     const nums: number[] = [];
     let step: number | null = null;
     let declaredValue: number | null = null;
@@ -653,11 +693,23 @@ export class WandbParser implements RecordParser {
     // Steps declared per key (define_metric with a name) are the general path's.
     if (this.declared > 0) return false;
     const stepKey = this.stepOfAll;
-    const ends = [0];
-    for (let no = nextBytes(b, at, hEnd, ends); no !== 0; no = nextBytes(b, at, hEnd, ends)) {
-      const end = ends[0]!;
-      if (no !== 1) {
-        at[0] = end;
+    const keys = this.keys;
+    while (pos < hEnd) {
+      const t = varint(b, pos);
+      pos = varintEnd;
+      if ((t & 7) !== 2) {
+        const at = [pos];
+        skipValue(b, at, t & 7, hEnd);
+        pos = at[0]!;
+        continue;
+      }
+      // Field 0 is no field: the row ends there (as nextBytes reads it).
+      if (t >>> 3 === 0) break;
+      const end = varint(b, pos) + varintEnd;
+      pos = varintEnd;
+      if (end > hEnd) throw new RangeError('protobuf: field past the end');
+      if (t >>> 3 !== 1) {
+        pos = end;
         continue;
       }
       // An item: key (1) or nested_key (2, its parts one after the other), value_json (16).
@@ -666,39 +718,30 @@ export class WandbParser implements RecordParser {
       let vEnd = -1;
       let nStart = -1;
       let nEnd = -1;
-      while (at[0]! < end) {
-        const fieldAt = at[0]!;
-        const ft = varintAt(b, at);
+      while (pos < end) {
+        const fieldAt = pos;
+        const ft = varint(b, pos);
+        pos = varintEnd;
         if ((ft & 7) !== 2) return false;
-        const fEnd = lengthEnd(b, at, end);
+        const fEnd = varint(b, pos) + varintEnd;
+        pos = varintEnd;
+        if (fEnd > end) throw new RangeError('protobuf: field past the end');
         const no = ft >>> 3;
-        if (no === 1) key = this.keys.key(i, b, at[0]!, fEnd);
+        if (no === 1) key = keys.cached(i, b, pos, fEnd) ?? keys.keep(i, b, pos, fEnd, asText(b, pos, fEnd));
         else if (no === 16) {
-          vStart = at[0]!;
+          vStart = pos;
           vEnd = fEnd;
         } else if (no === 2) {
           if (nStart < 0) nStart = fieldAt;
           else if (nEnd !== fieldAt) return false;
           nEnd = fEnd;
         }
-        at[0] = fEnd;
+        pos = fEnd;
       }
       if (nStart >= 0) {
         if (key !== null) return false;
         // The parts' bytes (tags included) are the cache's key; their text joined with '/' its value.
-        const from = nStart;
-        const to = nEnd;
-        key = this.keys.key(i, b, from, to, () => {
-          const parts: string[] = [];
-          const p = [from];
-          while (p[0]! < to) {
-            varintAt(b, p);
-            const e = lengthEnd(b, p, to);
-            parts.push(asText(b, p[0]!, e));
-            p[0] = e;
-          }
-          return parts.join('/');
-        });
+        key = keys.cached(i, b, nStart, nEnd) ?? keys.keep(i, b, nStart, nEnd, nestedKey(b, nStart, nEnd));
       }
       if (key === null || vStart < 0 || key.endsWith('/_type')) return false;
       const special = key === '_runtime' || key === '_step' || key === '_timestamp' || key === stepKey;
