@@ -126,6 +126,50 @@ export function exactDecimal(hi: number, lo: number, loDigits: number, exp: numb
 }
 
 /**
+ * The significant digits of a decimal as a reader meets them, kept as exactDecimal takes them: the
+ * first nine in hi, the next eight in lo, those past them only counted; exp the power of ten the
+ * digits kept are scaled by. One instance per reader, reset for each number.
+ */
+export class DecimalDigits {
+  hi = 0;
+  lo = 0;
+  count = 0;
+  exp = 0;
+
+  reset(): void {
+    this.hi = 0;
+    this.lo = 0;
+    this.count = 0;
+    this.exp = 0;
+  }
+
+  /** A digit (0-9) before the decimal point. */
+  whole(d: number): void {
+    if (++this.count <= 9) this.hi = this.hi * 10 + d;
+    else if (this.count <= EXACT_DIGITS) this.lo = this.lo * 10 + d;
+    else this.exp++;
+  }
+
+  /** A digit (0-9) after the decimal point. */
+  fraction(d: number): void {
+    if (this.count === 0 && d === 0)
+      this.exp--; // leading zeros of 0.000123
+    else if (++this.count <= 9) {
+      this.hi = this.hi * 10 + d;
+      this.exp--;
+    } else if (this.count <= EXACT_DIGITS) {
+      this.lo = this.lo * 10 + d;
+      this.exp--;
+    }
+  }
+
+  /** The decimal's value times 10^e (its sign aside), or NaN where exactDecimal cannot tell. */
+  value(e: number): number {
+    return this.count <= EXACT_DIGITS ? exactDecimal(this.hi, this.lo, this.count > 9 ? this.count - 9 : 0, this.exp + e) : NaN;
+  }
+}
+
+/**
  * A number of JSON text (or Python's `NaN`, `Infinity`, `-Infinity`) that starts at `start`,
  * read in place with the grammar JSON.parse applies: `end` is where it stopped. Up to
  * EXACT_DIGITS significant digits with a power of ten up to 22 are computed exactly and
@@ -134,6 +178,7 @@ export function exactDecimal(hi: number, lo: number, loDigits: number, exp: numb
  */
 export class JsonNumberReader {
   end = 0;
+  private readonly digits = new DecimalDigits();
 
   read(s: string, start: number): number | undefined {
     let i = start;
@@ -142,34 +187,17 @@ export class JsonNumberReader {
     if (neg) c = s.charCodeAt(++i);
     if (c === 78 /* N */) return !neg && s.startsWith('NaN', i) ? this.at(i + 3, NaN) : undefined;
     if (c === 73 /* I */) return s.startsWith('Infinity', i) ? this.at(i + 8, neg ? -Infinity : Infinity) : undefined;
-    // The first nine significant digits in hi, the next eight in lo; past them only counted.
-    let hi = 0;
-    let lo = 0;
-    let digits = 0;
-    let exp = 0;
+    const d = this.digits;
+    d.reset();
     if (c === 48 /* 0 */) c = s.charCodeAt(++i);
-    else if (c >= 49 && c <= 57) {
-      for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) {
-        if (++digits <= 9) hi = hi * 10 + (c - 48);
-        else if (digits <= EXACT_DIGITS) lo = lo * 10 + (c - 48);
-        else exp++;
-      }
-    } else return undefined;
+    else if (c >= 49 && c <= 57) for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) d.whole(c - 48);
+    else return undefined;
     if (c === 46 /* . */) {
       c = s.charCodeAt(++i);
       if (!(c >= 48 && c <= 57)) return undefined;
-      for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) {
-        if (digits === 0 && c === 48)
-          exp--; // leading zeros of 0.000123
-        else if (++digits <= 9) {
-          hi = hi * 10 + (c - 48);
-          exp--;
-        } else if (digits <= EXACT_DIGITS) {
-          lo = lo * 10 + (c - 48);
-          exp--;
-        }
-      }
+      for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) d.fraction(c - 48);
     }
+    let exp = 0;
     if (c === 101 || c === 69 /* e E */) {
       c = s.charCodeAt(++i);
       let eneg = false;
@@ -182,7 +210,7 @@ export class JsonNumberReader {
       for (; c >= 48 && c <= 57; c = s.charCodeAt(++i)) if (e < 100_000) e = e * 10 + (c - 48);
       exp += eneg ? -e : e;
     }
-    const v = digits <= EXACT_DIGITS ? exactDecimal(hi, lo, digits > 9 ? digits - 9 : 0, exp) : NaN;
+    const v = d.value(exp);
     if (v !== v) return this.at(i, Number(s.slice(start, i)));
     return this.at(i, neg ? -v : v);
   }

@@ -12,11 +12,14 @@
  * yet", and reading resumes at the start of the record it belongs to.
  */
 import { crc32 } from 'node:zlib';
-import { exactDecimal, EXACT_DIGITS } from './json.js';
+import { DecimalDigits } from './json.js';
 import { canonicalKey, END_OF_TRAINING, ListedRecord, trainTag } from './keys.js';
 import { settingsOf } from './run-config.js';
 import type { FormatId, Framing, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
 import { defineInput } from './types.js';
+
+/** jsonNumberAt's digits (it never runs twice at once). */
+const DIGITS = new DecimalDigits();
 
 export const WANDB_MAGIC = Buffer.from(':W&B', 'latin1');
 export const WANDB_HEADER_BYTES = 7;
@@ -497,34 +500,17 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
   if (neg) c = ++i < end ? b[i]! : 0;
   if (c === 78 /* N */) return !neg && end - i === 3 && b[i + 1] === 97 && b[i + 2] === 78 ? NaN : undefined;
   if (c === 73 /* I */) return end - i === 8 && b[i + 7] === 121 ? (neg ? -Infinity : Infinity) : undefined;
-  // The first nine significant digits in hi, the next eight in lo; past them only counted.
-  let hi = 0;
-  let lo = 0;
-  let digits = 0;
-  let exp = 0;
+  const d = DIGITS;
+  d.reset();
   if (c === 48 /* 0 */) c = ++i < end ? b[i]! : 0;
-  else if (c >= 49 && c <= 57) {
-    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) {
-      if (++digits <= 9) hi = hi * 10 + (c - 48);
-      else if (digits <= EXACT_DIGITS) lo = lo * 10 + (c - 48);
-      else exp++;
-    }
-  } else return undefined;
+  else if (c >= 49 && c <= 57) for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) d.whole(c - 48);
+  else return undefined;
   if (c === 46 /* . */) {
     c = ++i < end ? b[i]! : 0;
     if (!(c >= 48 && c <= 57)) return undefined;
-    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) {
-      if (digits === 0 && c === 48)
-        exp--; // leading zeros of 0.000123
-      else if (++digits <= 9) {
-        hi = hi * 10 + (c - 48);
-        exp--;
-      } else if (digits <= EXACT_DIGITS) {
-        lo = lo * 10 + (c - 48);
-        exp--;
-      }
-    }
+    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) d.fraction(c - 48);
   }
+  let exp = 0;
   if (c === 101 || c === 69 /* e E */) {
     c = ++i < end ? b[i]! : 0;
     let eneg = false;
@@ -538,7 +524,7 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
     exp += eneg ? -e : e;
   }
   if (i < end) return undefined;
-  const v = digits <= EXACT_DIGITS ? exactDecimal(hi, lo, digits > 9 ? digits - 9 : 0, exp) : NaN;
+  const v = d.value(exp);
   if (v === v) return neg ? -v : v;
   return Number(latin1At(b, start, end));
 }
