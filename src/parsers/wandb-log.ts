@@ -232,8 +232,14 @@ function skipValue(b: Uint8Array, at: number[], wire: number, end: number): void
 
 /** A length-delimited value's length read at `at[0]`: returns where the value ends (`at[0]` is at its start), at most `limit`. */
 function lengthEnd(b: Uint8Array, at: number[], limit: number): number {
-  const len = varintAt(b, at);
-  const end = at[0]! + len;
+  const end = fieldEnd(b, at[0]!, limit);
+  at[0] = varintEnd;
+  return end;
+}
+
+/** lengthEnd with a scalar position: the value's start (after its length) in varintEnd. */
+function fieldEnd(b: Uint8Array, pos: number, limit: number): number {
+  const end = varint(b, pos) + varintEnd;
   if (end > limit) throw new RangeError('protobuf: field past the end');
   return end;
 }
@@ -666,9 +672,8 @@ export class WandbParser implements RecordParser {
       pos = varintEnd;
     }
     if (tag !== 18) return false;
-    const hEnd = varint(b, pos) + varintEnd;
+    const hEnd = fieldEnd(b, pos, size);
     pos = varintEnd;
-    if (hEnd > size) throw new RangeError('protobuf: field past the end');
     const nums: number[] = [];
     let step: number | null = null;
     let declaredValue: number | null = null;
@@ -691,9 +696,8 @@ export class WandbParser implements RecordParser {
       }
       // Field 0 is no field: the row ends there (as nextBytes reads it).
       if (t >>> 3 === 0) break;
-      const end = varint(b, pos) + varintEnd;
+      const end = fieldEnd(b, pos, hEnd);
       pos = varintEnd;
-      if (end > hEnd) throw new RangeError('protobuf: field past the end');
       if (t >>> 3 !== 1) {
         pos = end;
         continue;
@@ -709,11 +713,10 @@ export class WandbParser implements RecordParser {
         const ft = varint(b, pos);
         pos = varintEnd;
         if ((ft & 7) !== 2) return false;
-        const fEnd = varint(b, pos) + varintEnd;
+        const fEnd = fieldEnd(b, pos, end);
         pos = varintEnd;
-        if (fEnd > end) throw new RangeError('protobuf: field past the end');
         const no = ft >>> 3;
-        if (no === 1) key = keys.cached(i, b, pos, fEnd) ?? keys.keep(i, b, pos, fEnd, asText(b, pos, fEnd));
+        if (no === 1) key = keys.key(i, b, pos, fEnd);
         else if (no === 16) {
           vStart = pos;
           vEnd = fEnd;

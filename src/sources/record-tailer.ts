@@ -104,7 +104,10 @@ export class RecordTailer {
       const next = cur.offset + f.consumed;
       const more = f.corruptAt === null && f.consumed > 0 && st.size - next >= this.framing.minBytes && got === want && want >= BUDGET;
       // A backlog: the next part is read (by the thread pool) while this one is handed over.
-      if (more) closeLater = this.readAhead(fh, next, Math.min(st.size - next, BUDGET), st);
+      if (more) {
+        this.readAhead(fh, next, Math.min(st.size - next, BUDGET), st);
+        closeLater = true;
+      }
       if (f.records.length > 0 || f.badData > 0) deliver(f.records, f.badData);
       cur.offset = next;
       if (f.corruptAt !== null) {
@@ -119,7 +122,7 @@ export class RecordTailer {
   }
 
   /** Starts reading [offset, offset + want) of the open file; it is closed once that read ends. */
-  private readAhead(fh: fsp.FileHandle, offset: number, want: number, st: { dev: number; ino: number }): boolean {
+  private readAhead(fh: fsp.FileHandle, offset: number, want: number, st: { dev: number; ino: number }): void {
     const holding = RecordTailer.holding;
     if (holding.size >= MAX_AHEAD) {
       const oldest = holding.values().next().value!;
@@ -134,7 +137,6 @@ export class RecordTailer {
     void result.then(() => fh.close()).catch(() => undefined);
     this.ahead = { offset, dev: st.dev, ino: st.ino, want, result };
     holding.add(this);
-    return true;
   }
 
   /** The read ahead, when it is of the part wanted now from the same file and what it read is still there. */
