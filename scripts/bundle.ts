@@ -54,6 +54,19 @@ const result = await build({
   logLevel: 'warning',
 });
 if (process.argv.includes('--meta')) console.log(await analyzeMetafile(result.metafile));
+// The decode thread's module, beside the bundle as dist/src/sources/decode-worker.js is beside
+// decode-ahead.js (a worker starts from a file of its own; an ES module, so import.meta.url is its own).
+await build({
+  entryPoints: [path.join(root, 'dist', 'src', 'sources', 'decode-worker.js')],
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  outfile: path.join(outdir, 'decode-worker.js'),
+  external: ['@resvg/resvg-js'],
+  plugins: [englishOnly],
+  logLevel: 'warning',
+});
 
 // The cache is written after one `analyze` of a small run, so it holds what analyze compiles.
 const tmp = mkdtempSync(path.join(tmpdir(), 'barwatch-bundle-'));

@@ -8,7 +8,20 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statS
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeWandbRecord, jsonNumberAt, wandbRecords, wandbRow, type WandbRecord, type WandbRow } from '../src/parsers/wandb-log.js';
+import {
+  decodeWandbRecord,
+  jsonNumberAt,
+  WANDB_FRAMING,
+  WandbParser,
+  wandbRecords,
+  wandbRow,
+  type WandbRecord,
+  type WandbRow,
+} from '../src/parsers/wandb-log.js';
+import type { ParsedRecord } from '../src/parsers/types.js';
+import { readDecoded } from '../src/sources/decode-ahead.js';
+import { RecordTailer } from '../src/sources/record-tailer.js';
+import { DEFAULTS } from './helpers/defaults.js';
 import { placeWandbRuns } from '../src/sources/runs.js';
 import { RunState, type RunJSON } from '../src/runs/run.js';
 import type { StatsOptions } from '../src/runs/series.js';
@@ -16,7 +29,7 @@ import type { DaemonState } from '../src/daemon/state.js';
 import { analyzeJson, barwatch } from './helpers/cli.js';
 import { DaemonProcess, quickWatchConfig } from './helpers/daemon.js';
 import { REAL_LOGS, tempDir } from './helpers/fs.js';
-import { exitRecord, historyRecord, runRecord, statsRecord, WandbWriter } from './helpers/wandb-writer.js';
+import { exitRecord, historyRecord, metricRecord, runRecord, statsRecord, WandbWriter } from './helpers/wandb-writer.js';
 
 const SAMPLES = path.join(REAL_LOGS, '..', 'writer-samples', 'wandb');
 const SKIP = existsSync(SAMPLES) ? false : `${SAMPLES} is absent`;
@@ -469,4 +482,83 @@ test('value_json numbers read in place equal Number() of their text, bit for bit
   }
   for (const t of ['"a"', 'true', '{"a": 1}', '[1]', 'null', '', '-', '1e', '.5x'])
     assert.equal(jsonNumberAt(Buffer.from(t, 'latin1'), 0, t.length), undefined, t);
+});
+
+test('a backlog decoded ahead on the decode thread gives what the reading thread gives alone: every record once, in order, over files read in turn', async () => {
+  const dir = tempDir();
+  // Two runs with other keys: flat and nested keys, strings, a histogram, a row of
+  // several blocks, a step declared midway, system stats, a chunk with a bad CRC.
+  const write = (file: string, keys: string[], seed: number): void => {
+    mkdirSync(path.dirname(file), { recursive: true });
+    const w = new WandbWriter(file);
+    w.append(
+      runRecord({
+        project: 'p',
+        name: `r${seed}`,
+        id: `id${seed}`,
+        start: 1_790_000_000_000,
+        config: { actor_rollout_ref: { rollout: { n: 8 } } },
+      }),
+    );
+    for (let s = 1; s <= 16_000; s++) {
+      const values: Record<string, number | string | object> = {};
+      keys.forEach((k, i) => (values[k] = Math.sin(s * 0.01 + i + seed) * (i + 1)));
+      if (s % 97 === 0) values['note'] = 'a string';
+      if (s % 389 === 0) values['hist'] = { _type: 'histogram', values: [1, 2], bins: [0, 1, 2] };
+      if (s === 1234) values['long'] = 'x'.repeat(70_000);
+      if (s === 12_000) w.append(metricRecord('*', 'train/global_step'));
+      if (s >= 12_000) values['train/global_step'] = s * 2;
+      w.append(historyRecord(s, values, 1_790_000_000 + s * 12.5));
+      // System stats padded to ~9 KB each: ~37 MB a file, past the backlog from which the decode thread reads.
+      if (s % 4 === 0) w.append(statsRecord(1_790_000_000_000 + s * 12_500, 9000));
+    }
+    w.append(exitRecord(0));
+    w.finish();
+    const b = readFileSync(file);
+    const at = Math.floor(b.length / 3);
+    b.writeUInt8(b.readUInt8(at) ^ 0xff, at);
+    writeFileSync(file, b);
+  };
+  const files = [path.join(dir, 'a', 'run-a.wandb'), path.join(dir, 'b', 'run-b.wandb')];
+  write(files[0]!, ['critic/score/mean', 'actor/entropy', 'actor/kl_loss', 'response_length/mean', 'loss', 'a/b/c/d'], 1);
+  write(files[1]!, ['reward', 'kl', 'entropy', 'x/y/z'], 2);
+  for (const f of files) assert.ok(statSync(f).size > 32 << 20, `a backlog read ahead: ${statSync(f).size} bytes`);
+  const plain = (r: ParsedRecord): unknown => (r.kind === 'metrics' ? { step: r.step, time: r.time, values: r.values } : r);
+  type Read = { records: string[]; last: unknown; bad: number; decoded: number };
+  const read = async (ahead: boolean): Promise<Read[]> => {
+    const got = files.map((): Read => ({ records: [], last: null, bad: 0, decoded: 0 }));
+    const parsers = files.map(() => new WandbParser(DEFAULTS.parser));
+    const tailers = files.map((f) => new RecordTailer(f, null, WANDB_FRAMING, {}, ahead ? 'wandb' : null));
+    let open = [0, 1];
+    while (open.length > 0) {
+      for (const k of [...open]) {
+        const g = got[k]!;
+        const out = await tailers[k]!.read((records, bad, decoded) => {
+          g.bad += bad;
+          if (decoded !== undefined) g.decoded++;
+          for (const r of parsers[k]!.records(records, decoded)) {
+            if (r.kind === 'reach') g.last = r;
+            else g.records.push(JSON.stringify(plain(r)));
+          }
+        });
+        if (out !== 'more') open = open.filter((x) => x !== k);
+      }
+    }
+    return got;
+  };
+  const alone = await read(false);
+  const ahead = await read(true);
+  for (const k of [0, 1]) {
+    assert.ok(ahead[k]!.decoded >= 10, `file ${k}: parts decoded ahead (${ahead[k]!.decoded})`);
+    assert.equal(alone[k]!.decoded, 0);
+    assert.equal(ahead[k]!.bad, 1, `file ${k}: the bad chunk`);
+    assert.equal(alone[k]!.bad, 1);
+    assert.equal(ahead[k]!.records.length, alone[k]!.records.length, `file ${k}: records`);
+    assert.deepEqual(ahead[k]!.records, alone[k]!.records, `file ${k}`);
+    assert.deepEqual(ahead[k]!.last, alone[k]!.last, `file ${k}: how far the file reaches`);
+  }
+  const steps = alone[0]!.records.map((r) => (JSON.parse(r) as { step?: number }).step).filter((s) => s !== undefined);
+  assert.ok(steps.length > 15_900 && steps.includes(31_998), 'rows after define_metric are at the declared step');
+  // A part the decode thread cannot read (no such file open) is the caller's to read: null, not an error.
+  assert.equal(await readDecoded('wandb', WANDB_FRAMING.ahead!, 2 ** 30, 1 << 20, 0), null);
 });

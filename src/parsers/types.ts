@@ -191,7 +191,8 @@ export interface DocumentParser {
 export interface RecordParser {
   readonly kind: 'records';
   format(): FormatId;
-  records(data: readonly Uint8Array[]): ParsedRecord[];
+  /** The records of `data`; `ahead`: what AheadFraming.receive gave for them, when they were decoded ahead. */
+  records(data: readonly Uint8Array[], ahead?: unknown): ParsedRecord[];
   /** Records that did not decode, and values skipped (not scalars), since start. */
   counts(): { undecodable: number; skipped: number };
   snapshot?(): unknown;
@@ -264,6 +265,22 @@ export interface Framing {
   split(buf: Buffer, at: number): Frames;
   /** Fewer bytes than this past the last record cannot hold another. */
   minBytes: number;
+  /** Splitting and decoding a backlog's next part on another thread while this one is read (sources/decode-ahead.ts). */
+  ahead?: AheadFraming;
+}
+
+/**
+ * A framing's work on the decode thread: split() and whatever of the records' decoding needs no
+ * parser, its results in arrays that move between threads without a copy.
+ */
+export interface AheadFraming {
+  /** On the decode thread: split(buf, at), and the decoding done of its records (ArrayBuffers in `transfer`). */
+  decode(buf: Buffer, at: number): { frames: Frames; decoded: unknown; transfer: ArrayBuffer[] };
+  /**
+   * On the reading thread, for every part decode() did, in the order it did them (a dropped part
+   * too): the decoding as RecordParser.records takes it beside the records.
+   */
+  receive(decoded: unknown): unknown;
 }
 
 /** A format's declaration, its id kept as a literal type (FileKind is the union of the listed ids). */

@@ -126,15 +126,6 @@ export function wandbRecords(buf: Uint8Array, at: number): WandbChunks {
   return { records, consumed, bad };
 }
 
-/** The framing as the record tailer uses it. */
-export const WANDB_FRAMING: Framing = {
-  split(buf, at) {
-    const r = wandbRecords(buf, at);
-    return { records: r.records, consumed: r.consumed, badData: r.bad, corruptAt: null };
-  },
-  minBytes: CHUNK_HEADER,
-};
-
 /** A protobuf message's fields: numbers for varints and fixed ones, bytes for length-delimited ones. */
 type Field = { no: number; wire: 0 | 1 | 5; num: number } | { no: number; wire: 2; bytes: Uint8Array };
 
@@ -270,34 +261,57 @@ const asText = (b: Uint8Array, start: number, end: number): string =>
     ? (b as unknown as Sliceable).utf8Slice(start, end)
     : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8', start, end);
 
+/** Keys told apart by id, at most this many: a run with more distinct keys reads the rest the general way. */
+const MAX_KEYS = 1 << 16;
+
 /**
  * The keys of the last row by their place in it: a run logs the same keys in the same order row
- * after row, so a key whose bytes equal the last row's at its place is that string again.
+ * after row, so a key whose bytes equal the last row's at its place is that key again. Every key
+ * met has an id (its place in `strs`, given in order and never reused), so decoded rows can carry
+ * ids from one thread to another.
  */
 export class KeyCache {
   private bytes: Uint8Array[] = [];
-  private strs: string[] = [];
+  private ids: number[] = [];
+  /** Every key met, by id. */
+  readonly strs: string[] = [];
+  private readonly idOf = new Map<string, number>();
 
+  /** The key b[start, end) at place `i`. */
   key(i: number, b: Uint8Array, start: number, end: number): string {
-    return this.cached(i, b, start, end) ?? this.keep(i, b, start, end, asText(b, start, end));
+    const id = this.idAt(i, b, start, end);
+    return id >= 0 ? this.strs[id]! : asText(b, start, end);
   }
 
-  /** The key at place `i` when its bytes are b[start, end) again. */
-  cached(i: number, b: Uint8Array, start: number, end: number): string | undefined {
+  /** The id of the key b[start, end) at place `i`; -1 when MAX_KEYS are taken and it is a new one. */
+  idAt(i: number, b: Uint8Array, start: number, end: number): number {
+    const id = this.cached(i, b, start, end);
+    return id >= 0 ? id : this.keep(i, b, start, end, asText(b, start, end));
+  }
+
+  /** The id of the key at place `i` when its bytes are b[start, end) again, else -1. */
+  cached(i: number, b: Uint8Array, start: number, end: number): number {
     const old = this.bytes[i];
     const len = end - start;
-    if (old === undefined || old.length !== len) return undefined;
-    for (let j = 0; j < len; j++) if (old[j] !== b[start + j]) return undefined;
-    return this.strs[i];
+    if (old === undefined || old.length !== len) return -1;
+    for (let j = 0; j < len; j++) if (old[j] !== b[start + j]) return -1;
+    return this.ids[i]!;
   }
 
-  /** Keeps `s` as the key at place `i`, for its bytes b[start, end); returns it. */
-  keep(i: number, b: Uint8Array, start: number, end: number, s: string): string {
+  /** Keeps `s` as the key at place `i`, for its bytes b[start, end); returns its id (-1: see idAt). */
+  keep(i: number, b: Uint8Array, start: number, end: number, s: string): number {
+    let id = this.idOf.get(s);
+    if (id === undefined) {
+      if (this.strs.length >= MAX_KEYS) return -1;
+      id = this.strs.length;
+      this.strs.push(s);
+      this.idOf.set(s, id);
+    }
     if (i < 4096) {
       this.bytes[i] = b.slice(start, end);
-      this.strs[i] = s;
+      this.ids[i] = id;
     }
-    return s;
+    return id;
   }
 }
 
@@ -548,6 +562,184 @@ function nestedKey(b: Uint8Array, from: number, to: number): string {
   return parts.join('/');
 }
 
+/** The keys (ids of a KeyCache) and values of decoded rows, one after the other: a growing pair of arrays. */
+export class RowItems {
+  ids = new Int32Array(256);
+  vals = new Float64Array(256);
+  n = 0;
+
+  push(id: number, v: number): void {
+    if (this.n === this.ids.length) {
+      const ids = new Int32Array(this.n * 2);
+      ids.set(this.ids);
+      this.ids = ids;
+      const vals = new Float64Array(this.n * 2);
+      vals.set(this.vals);
+      this.vals = vals;
+    }
+    this.ids[this.n] = id;
+    this.vals[this.n++] = v;
+  }
+}
+
+/**
+ * A history row of plain numbers under flat or nested keys, read straight from a Record's bytes
+ * (no item objects, no value text for most numbers): its keys and values appended to `items`, in
+ * order, `_runtime`'s value as NaN (never read). False for a record it does not read (another
+ * kind, a value that is no number, a field it does not know), or a RangeError on bytes that are
+ * no protobuf; either way what it appended is the caller's to drop. Needs nothing of the parser,
+ * so it runs on any thread.
+ */
+export function decodeRow(b: Uint8Array, keys: KeyCache, items: RowItems): boolean {
+  const size = b.length;
+  if (size === 0) return false;
+  // A Record's history (field 2), after its number (field 1) and other leading varints.
+  let tag = varint(b, 0);
+  let pos = varintEnd;
+  while ((tag & 7) === 0) {
+    varint(b, pos);
+    pos = varintEnd;
+    if (pos >= size) return false;
+    tag = varint(b, pos);
+    pos = varintEnd;
+  }
+  if (tag !== 18) return false;
+  const hEnd = fieldEnd(b, pos, size);
+  pos = varintEnd;
+  let i = 0;
+  while (pos < hEnd) {
+    const t = varint(b, pos);
+    pos = varintEnd;
+    if ((t & 7) !== 2) {
+      const at = [pos];
+      skipValue(b, at, t & 7, hEnd);
+      pos = at[0]!;
+      continue;
+    }
+    // Field 0 is no field: the row ends there (as nextBytes reads it).
+    if (t >>> 3 === 0) break;
+    const end = fieldEnd(b, pos, hEnd);
+    pos = varintEnd;
+    if (t >>> 3 !== 1) {
+      pos = end;
+      continue;
+    }
+    // An item: key (1) or nested_key (2, its parts one after the other), value_json (16).
+    let id = -1;
+    let vStart = -1;
+    let vEnd = -1;
+    let nStart = -1;
+    let nEnd = -1;
+    while (pos < end) {
+      const fieldAt = pos;
+      const ft = varint(b, pos);
+      pos = varintEnd;
+      if ((ft & 7) !== 2) return false;
+      const fEnd = fieldEnd(b, pos, end);
+      pos = varintEnd;
+      const no = ft >>> 3;
+      if (no === 1) {
+        id = keys.idAt(i, b, pos, fEnd);
+        if (id < 0) return false;
+      } else if (no === 16) {
+        vStart = pos;
+        vEnd = fEnd;
+      } else if (no === 2) {
+        if (nStart < 0) nStart = fieldAt;
+        else if (nEnd !== fieldAt) return false;
+        nEnd = fEnd;
+      }
+      pos = fEnd;
+    }
+    if (nStart >= 0) {
+      if (id >= 0) return false;
+      // The parts' bytes (tags included) are the cache's key; their text joined with '/' its value.
+      id = keys.cached(i, b, nStart, nEnd);
+      if (id < 0) id = keys.keep(i, b, nStart, nEnd, nestedKey(b, nStart, nEnd));
+    }
+    if (id < 0 || vStart < 0) return false;
+    i++;
+    if (keys.strs[id] === '_runtime') {
+      items.push(id, NaN);
+      continue;
+    }
+    const v = jsonNumberAt(b, vStart, vEnd);
+    if (v === undefined) return false;
+    items.push(id, v);
+  }
+  return true;
+}
+
+/**
+ * The rows of a part of a run file decoded ahead (decodeRow on another thread): record r of the
+ * part is items [from[r], to[r]) of ids and vals, or from[r] = -1 when decodeRow did not read it.
+ * `strs` holds the keys by id.
+ */
+export class DecodedRows {
+  constructor(
+    readonly strs: readonly string[],
+    readonly ids: Int32Array,
+    readonly vals: Float64Array,
+    readonly from: Int32Array,
+    readonly to: Int32Array,
+  ) {}
+}
+
+/** The decode thread's keys (one cache a thread, kept from part to part and file to file). */
+let aheadKeys: KeyCache | null = null;
+/** On the reading thread: the decode thread's keys by id, as its parts arrive (see AheadFraming.receive). */
+const aheadStrs: string[] = [];
+
+interface AheadRows {
+  /** Keys the decode thread met first in this part, in the order of their ids. */
+  keys: string[];
+  ids: Int32Array;
+  vals: Float64Array;
+  from: Int32Array;
+  to: Int32Array;
+}
+
+/** The framing as the record tailer uses it, and ahead: history rows decoded on the decode thread. */
+export const WANDB_FRAMING: Framing = {
+  split(buf, at) {
+    const r = wandbRecords(buf, at);
+    return { records: r.records, consumed: r.consumed, badData: r.bad, corruptAt: null };
+  },
+  minBytes: CHUNK_HEADER,
+  ahead: {
+    decode(buf, at) {
+      const frames = WANDB_FRAMING.split(buf, at);
+      const keys = (aheadKeys ??= new KeyCache());
+      const known = keys.strs.length;
+      const items = new RowItems();
+      const n = frames.records.length;
+      const from = new Int32Array(n);
+      const to = new Int32Array(n);
+      for (let r = 0; r < n; r++) {
+        const start = items.n;
+        let ok = false;
+        try {
+          ok = decodeRow(frames.records[r]!, keys, items);
+        } catch {
+          // Not a row decodeRow reads: the parser's general path decides.
+        }
+        if (!ok) items.n = start;
+        from[r] = ok ? start : -1;
+        to[r] = items.n;
+      }
+      const ids = items.ids.slice(0, items.n);
+      const vals = items.vals.slice(0, items.n);
+      const decoded: AheadRows = { keys: keys.strs.slice(known), ids, vals, from, to };
+      return { frames, decoded, transfer: [ids.buffer, vals.buffer, from.buffer, to.buffer] };
+    },
+    receive(decoded) {
+      const d = decoded as AheadRows;
+      for (const k of d.keys) aheadStrs.push(k);
+      return new DecodedRows(aheadStrs, d.ids, d.vals, d.from, d.to);
+    },
+  },
+};
+
 /**
  * A W&B run file's records as barwatch's: each history row a metric record at its step (`_step`,
  * or the key a define_metric made the step: TRL's `train/global_step`), at the trainer's
@@ -564,6 +756,7 @@ export class WandbParser implements RecordParser {
   private stepOfAll: string | null = null;
   private declared = 0;
   private readonly keys = new KeyCache();
+  private readonly items = new RowItems();
   /** How the file grows in the trainer's time: its first and latest time (rows, system stats), bytes and rows read. */
   private grown = { first: null as number | null, latest: null as number | null, bytes: 0, rows: 0 };
 
@@ -573,39 +766,41 @@ export class WandbParser implements RecordParser {
     return 'wandb';
   }
 
-  records(data: readonly Uint8Array[]): ParsedRecord[] {
+  records(data: readonly Uint8Array[], ahead?: unknown): ParsedRecord[] {
     const out: ParsedRecord[] = [];
     const g = this.grown;
-    for (const bytes of data) {
+    const decoded = ahead instanceof DecodedRows && ahead.from.length === data.length ? ahead : null;
+    for (let r = 0; r < data.length; r++) {
+      const bytes = data[r]!;
       g.bytes += bytes.length + CHUNK_HEADER;
       try {
-        if (this.fastRow(bytes, out)) {
+        if (this.fastRow(bytes, r, decoded, out)) {
           g.rows++;
           continue;
         }
       } catch {
         // Not a history row it can read: the general decoder decides, and counts what it cannot read.
       }
-      let r: WandbRecord;
+      let rec: WandbRecord;
       try {
-        r = decodeWandbRecord(bytes, this.keys);
+        rec = decodeWandbRecord(bytes, this.keys);
       } catch {
         this.undecodable++;
         continue;
       }
-      if (r.kind === 'history') {
+      if (rec.kind === 'history') {
         g.rows++;
-        this.row(r.items, out);
-      } else if (r.kind === 'stats' && r.time !== null) this.seen(r.time);
-      else if (r.kind === 'metric') {
-        if (r.stepMetric === '') continue;
-        if (r.name !== '') {
-          this.stepOf[r.name] = r.stepMetric;
+        this.row(rec.items, out);
+      } else if (rec.kind === 'stats' && rec.time !== null) this.seen(rec.time);
+      else if (rec.kind === 'metric') {
+        if (rec.stepMetric === '') continue;
+        if (rec.name !== '') {
+          this.stepOf[rec.name] = rec.stepMetric;
           this.declared = Object.keys(this.stepOf).length;
-        } else if (r.glob === '*') this.stepOfAll = r.stepMetric;
-      } else if (r.kind === 'run') this.run(r.config, out);
-      else if (r.kind === 'exit')
-        out.push(r.exitCode === 0 ? { kind: 'finished' } : { kind: 'fatal', message: `the W&B run exited with code ${r.exitCode}` });
+        } else if (rec.glob === '*') this.stepOfAll = rec.stepMetric;
+      } else if (rec.kind === 'run') this.run(rec.config, out);
+      else if (rec.kind === 'exit')
+        out.push(rec.exitCode === 0 ? { kind: 'finished' } : { kind: 'fatal', message: `the W&B run exited with code ${rec.exitCode}` });
     }
     if (data.length > 0 && g.latest !== null) out.push(this.reach());
     return out;
@@ -652,28 +847,34 @@ export class WandbParser implements RecordParser {
   private rowItems = -1;
   private rowUnique = true;
 
-  /**
-   * The hot path of a long run: a history row of plain numbers under flat keys read straight from
-   * its bytes into a ListedRecord (no item objects, no value text for numbers up to 15 digits, the
-   * names of the last row's keys reused). False, having written nothing, for a record it does not
-   * read (another record kind, a nested key, a histogram, a string): then wandbRow reads it.
-   */
-  private fastRow(b: Uint8Array, out: ParsedRecord[]): boolean {
-    const size = b.length;
-    if (size === 0) return false;
-    // A Record's history (field 2), after its number (field 1) and other leading varints.
-    let tag = varint(b, 0);
-    let pos = varintEnd;
-    while ((tag & 7) === 0) {
-      varint(b, pos);
-      pos = varintEnd;
-      if (pos >= size) return false;
-      tag = varint(b, pos);
-      pos = varintEnd;
+  /** Record r of a read as a row: decoded ahead, or by decodeRow here. */
+  private fastRow(b: Uint8Array, r: number, decoded: DecodedRows | null, out: ParsedRecord[]): boolean {
+    if (decoded !== null) {
+      const from = decoded.from[r]!;
+      if (from >= 0) return this.rowRecord(decoded.strs, decoded.ids, decoded.vals, from, decoded.to[r]!, out);
     }
-    if (tag !== 18) return false;
-    const hEnd = fieldEnd(b, pos, size);
-    pos = varintEnd;
+    const items = this.items;
+    items.n = 0;
+    return decodeRow(b, this.keys, items) && this.rowRecord(this.keys.strs, items.ids, items.vals, 0, items.n, out);
+  }
+
+  /**
+   * The hot path of a long run: a history row read by decodeRow (here, or ahead on another
+   * thread) made a ListedRecord (the names of the last row's keys reused). False, having written
+   * nothing, for a row it does not read (a histogram, a step declared per key, two keys of one
+   * name): then wandbRow reads it.
+   */
+  private rowRecord(
+    strs: readonly string[],
+    ids: ArrayLike<number>,
+    vals: ArrayLike<number>,
+    from: number,
+    to: number,
+    out: ParsedRecord[],
+  ): boolean {
+    // Steps declared per key (define_metric with a name) are the general path's.
+    if (this.declared > 0) return false;
+    const stepKey = this.stepOfAll;
     const nums: number[] = [];
     let step: number | null = null;
     let declaredValue: number | null = null;
@@ -681,58 +882,9 @@ export class WandbParser implements RecordParser {
     let summary = false;
     let i = 0;
     let same = true;
-    // Steps declared per key (define_metric with a name) are the general path's.
-    if (this.declared > 0) return false;
-    const stepKey = this.stepOfAll;
-    const keys = this.keys;
-    while (pos < hEnd) {
-      const t = varint(b, pos);
-      pos = varintEnd;
-      if ((t & 7) !== 2) {
-        const at = [pos];
-        skipValue(b, at, t & 7, hEnd);
-        pos = at[0]!;
-        continue;
-      }
-      // Field 0 is no field: the row ends there (as nextBytes reads it).
-      if (t >>> 3 === 0) break;
-      const end = fieldEnd(b, pos, hEnd);
-      pos = varintEnd;
-      if (t >>> 3 !== 1) {
-        pos = end;
-        continue;
-      }
-      // An item: key (1) or nested_key (2, its parts one after the other), value_json (16).
-      let key: string | null = null;
-      let vStart = -1;
-      let vEnd = -1;
-      let nStart = -1;
-      let nEnd = -1;
-      while (pos < end) {
-        const fieldAt = pos;
-        const ft = varint(b, pos);
-        pos = varintEnd;
-        if ((ft & 7) !== 2) return false;
-        const fEnd = fieldEnd(b, pos, end);
-        pos = varintEnd;
-        const no = ft >>> 3;
-        if (no === 1) key = keys.key(i, b, pos, fEnd);
-        else if (no === 16) {
-          vStart = pos;
-          vEnd = fEnd;
-        } else if (no === 2) {
-          if (nStart < 0) nStart = fieldAt;
-          else if (nEnd !== fieldAt) return false;
-          nEnd = fEnd;
-        }
-        pos = fEnd;
-      }
-      if (nStart >= 0) {
-        if (key !== null) return false;
-        // The parts' bytes (tags included) are the cache's key; their text joined with '/' its value.
-        key = keys.cached(i, b, nStart, nEnd) ?? keys.keep(i, b, nStart, nEnd, nestedKey(b, nStart, nEnd));
-      }
-      if (key === null || vStart < 0 || key.endsWith('/_type')) return false;
+    for (let k = from; k < to; k++) {
+      const key = strs[ids[k]!]!;
+      if (key.endsWith('/_type')) return this.unread();
       const special = key === '_runtime' || key === '_step' || key === '_timestamp' || key === stepKey;
       if (this.rowKeys[i] !== key) {
         same = false;
@@ -741,8 +893,7 @@ export class WandbParser implements RecordParser {
       }
       i++;
       if (key === '_runtime') continue;
-      const v = jsonNumberAt(b, vStart, vEnd);
-      if (v === undefined) return false;
+      const v = vals[k]!;
       if (key === '_step') step ??= v;
       else if (key === '_timestamp') time = Math.round(v * 1000);
       else if (key === stepKey && stepKey !== '_step') {
@@ -751,7 +902,7 @@ export class WandbParser implements RecordParser {
       else nums.push(v);
     }
     const rowStep = stepKey !== null && stepKey !== '_step' ? declaredValue : step;
-    if (rowStep === null) return false;
+    if (rowStep === null) return this.unread();
     if (!same || this.rowItems !== i) {
       // The keys changed: their names again, in order, and whether two keys give one name.
       this.rowKeys.length = i;
@@ -778,6 +929,12 @@ export class WandbParser implements RecordParser {
     }
     out.push(rec);
     return true;
+  }
+
+  /** A row rowRecord gave up on after taking some of its keys: the next row's names are made again. */
+  private unread(): false {
+    this.rowItems = -1;
+    return false;
   }
 
   private row(items: readonly WandbItem[], out: ParsedRecord[]): void {

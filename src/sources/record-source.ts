@@ -15,37 +15,45 @@ export class RecordSource extends FileSource<RecordParser> {
     super(file, kind, place, ctx, saved);
     const framing = this.input.framing;
     if (framing === undefined) throw new Error(`format ${this.input.id} reads records but declares no framing`);
-    this.tailer = new RecordTailer(file, saved?.records ?? null, framing, {
-      corrupt: ({ offset }) =>
-        this.problem({
-          file,
-          kind: 'corrupt',
-          message: `a record length at byte ${offset} does not match its CRC: the file is corrupt from there; what was read before it is kept, and the file is read again only once it is rewritten`,
-          offset,
-        }),
-      rewritten: ({ from }) => {
-        this.counters.truncations++;
-        this.problem({
-          file,
-          kind: 'truncated',
-          message: `file was rewritten (was read to byte ${from}); reading it again from the start`,
-          offset: from,
-        });
+    this.tailer = new RecordTailer(
+      file,
+      saved?.records ?? null,
+      framing,
+      {
+        corrupt: ({ offset }) =>
+          this.problem({
+            file,
+            kind: 'corrupt',
+            message: `a record length at byte ${offset} does not match its CRC: the file is corrupt from there; what was read before it is kept, and the file is read again only once it is rewritten`,
+            offset,
+          }),
+        rewritten: ({ from }) => {
+          this.counters.truncations++;
+          this.problem({
+            file,
+            kind: 'truncated',
+            message: `file was rewritten (was read to byte ${from}); reading it again from the start`,
+            offset: from,
+          });
+        },
       },
-    });
+      kind,
+    );
   }
 
   poll(sink: Sink, now: number): Promise<ReadOutcome> {
-    return this.tailer.read((records, badData) => this.apply(records, badData, sink, now));
+    return this.tailer.read((records, badData, ahead) => this.apply(records, badData, ahead, sink, now));
   }
 
-  private apply(data: Uint8Array[], badData: number, sink: Sink, now: number): void {
+  private apply(data: Uint8Array[], badData: number, ahead: unknown, sink: Sink, now: number): void {
     const parser = this.parser;
     this.counters.lines += data.length + badData;
     for (let i = 0; i < badData; i++) this.malformed('a record whose data does not match its CRC', this.tailer.checkpoint().offset);
     const limit = this.stepLimit;
     const out =
-      limit === null ? parser.records(data) : parser.records(data).filter((r) => r.kind !== 'metrics' || r.step === null || r.step < limit);
+      limit === null
+        ? parser.records(data, ahead)
+        : parser.records(data, ahead).filter((r) => r.kind !== 'metrics' || r.step === null || r.step < limit);
     const undecodable = parser.counts().undecodable;
     for (; this.undecodable < undecodable; this.undecodable++)
       this.malformed(`a record that does not decode as ${parser.format()}`, this.tailer.checkpoint().offset);

@@ -6,8 +6,10 @@
  * record, counted. The file is identified by device and inode; a file that shrank was rewritten.
  */
 import { constants, promises as fsp } from 'node:fs';
+import type { FileKind } from '../parsers/index.js';
 import { MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
-import type { Framing } from '../parsers/types.js';
+import type { Frames, Framing } from '../parsers/types.js';
+import { readDecoded, startDecodeThread } from './decode-ahead.js';
 import type { ReadOutcome } from './tailer.js';
 
 export interface RecordCheckpoint {
@@ -26,6 +28,13 @@ export interface RecordNotices {
 
 /** Bytes read per poll before yielding to other files. */
 const BUDGET = 16 << 20;
+/**
+ * Bytes per read where the decode thread reads ahead: parts this small keep what both threads
+ * work on in the caches (16 MiB parts made both threads slower than one: BENCHMARKS.md).
+ */
+const AHEAD_BUDGET = 2 << 20;
+/** A backlog at least this large is read with the decode thread: below it, the thread's start costs more than it saves. */
+const AHEAD_FROM = 32 << 20;
 /** Reads ahead held at once over every tailer (BUDGET bytes each): see RecordTailer.read. */
 const MAX_AHEAD = 2;
 
@@ -35,12 +44,15 @@ interface Ahead {
   dev: number;
   ino: number;
   want: number;
-  result: Promise<{ buf: Buffer; got: number } | null>;
+  /** The bytes read, and their frames when the decode thread split them (the bytes are then the frames'). */
+  result: Promise<{ buf: Buffer; got: number; frames: (Frames & { ahead?: unknown }) | null } | null>;
 }
 
 export class RecordTailer {
   private state: RecordCheckpoint;
   private ahead: Ahead | null = null;
+  /** Reading a backlog of at least AHEAD_FROM bytes with the decode thread, in AHEAD_BUDGET parts. */
+  private decoding = false;
   /** The tailers holding a read ahead, oldest first: a new one past MAX_AHEAD drops the oldest. */
   private static readonly holding = new Set<RecordTailer>();
 
@@ -49,6 +61,8 @@ export class RecordTailer {
     saved: RecordCheckpoint | null,
     private readonly framing: Framing,
     private readonly notices: RecordNotices = {},
+    /** The file's format, for the decode thread (framings with `ahead`). */
+    private readonly kind: FileKind | null = null,
   ) {
     this.state = saved ?? { offset: 0, dev: -1, ino: -1, corruptAt: null };
   }
@@ -57,8 +71,18 @@ export class RecordTailer {
     return { ...this.state };
   }
 
-  /** Reads new complete frames; `deliver` gets their data and the count of frames whose data CRC failed. */
-  async read(deliver: (records: Uint8Array[], badData: number) => void): Promise<ReadOutcome> {
+  /**
+   * Reads new complete frames; `deliver` gets their data, the count of frames whose data CRC
+   * failed, and what the decode thread decoded of them (AheadFraming.receive) when it split them.
+   */
+  async read(deliver: (records: Uint8Array[], badData: number, ahead?: unknown) => void): Promise<ReadOutcome> {
+    const out = await this.readPart(deliver);
+    // A backlog is read with the decode thread (or without) to its end.
+    if (out !== 'more') this.decoding = false;
+    return out;
+  }
+
+  private async readPart(deliver: (records: Uint8Array[], badData: number, ahead?: unknown) => void): Promise<ReadOutcome> {
     let fh: fsp.FileHandle;
     try {
       // Non-blocking: a FIFO put in the file's place must not hang the reader.
@@ -82,33 +106,39 @@ export class RecordTailer {
       const cur = this.state;
       if (cur.corruptAt !== null || st.size <= cur.offset) return 'idle';
       const left = st.size - cur.offset;
-      let want = Math.min(left, BUDGET);
+      if (!this.decoding && left >= AHEAD_FROM && this.framing.ahead !== undefined && this.kind !== null) {
+        this.decoding = true;
+        startDecodeThread();
+      }
+      const budget = this.decoding ? AHEAD_BUDGET : BUDGET;
+      let want = Math.min(left, budget);
       let buf: Buffer;
       let got: number;
-      let f;
+      let f: Frames & { ahead?: unknown };
       let early = await this.takeAhead(cur.offset, st);
       if (early !== null) want = early.want;
       for (;;) {
+        let frames: (Frames & { ahead?: unknown }) | null = null;
         if (early !== null) {
-          ({ buf, got } = early);
+          ({ buf, got, frames } = early);
           early = null;
         } else {
           buf = Buffer.allocUnsafe(want);
           got = (await fh.read(buf, 0, want, cur.offset)).bytesRead;
         }
-        f = this.framing.split(buf.subarray(0, got), cur.offset);
+        f = frames ?? this.framing.split(buf.subarray(0, got), cur.offset);
         // One record larger than the budget: read more, up to the record limit.
         if (f.consumed > 0 || f.corruptAt !== null || got < want || want >= left || want > MAX_RECORD_BYTES) break;
         want = Math.min(want * 2, left);
       }
       const next = cur.offset + f.consumed;
-      const more = f.corruptAt === null && f.consumed > 0 && st.size - next >= this.framing.minBytes && got === want && want >= BUDGET;
+      const more = f.corruptAt === null && f.consumed > 0 && st.size - next >= this.framing.minBytes && got === want && want >= budget;
       // A backlog: the next part is read (by the thread pool) while this one is handed over.
       if (more) {
-        this.readAhead(fh, next, Math.min(st.size - next, BUDGET), st);
+        this.readAhead(fh, next, Math.min(st.size - next, budget), st);
         closeLater = true;
       }
-      if (f.records.length > 0 || f.badData > 0) deliver(f.records, f.badData);
+      if (f.records.length > 0 || f.badData > 0) deliver(f.records, f.badData, f.ahead);
       cur.offset = next;
       if (f.corruptAt !== null) {
         cur.corruptAt = cur.offset;
@@ -129,21 +159,33 @@ export class RecordTailer {
       oldest.ahead = null;
       holding.delete(oldest);
     }
-    const buf = Buffer.allocUnsafe(want);
-    const result = fh.read(buf, 0, want, offset).then(
-      (r) => ({ buf, got: r.bytesRead }),
-      () => null,
-    );
+    const ahead = this.framing.ahead;
+    let result: Ahead['result'];
+    if (this.decoding && ahead !== undefined && this.kind !== null) {
+      // Read, split and decoded on the decode thread; read here when it cannot.
+      result = readDecoded(this.kind, ahead, fh.fd, want, offset).then((f) =>
+        f === null ? this.readBytes(fh, want, offset) : { buf: f.buf, got: f.got, frames: f },
+      );
+    } else result = this.readBytes(fh, want, offset);
     void result.then(() => fh.close()).catch(() => undefined);
     this.ahead = { offset, dev: st.dev, ino: st.ino, want, result };
     holding.add(this);
+  }
+
+  /** `want` bytes from `offset` of the open file, read by the thread pool. */
+  private readBytes(fh: fsp.FileHandle, want: number, offset: number): Ahead['result'] {
+    const buf = Buffer.allocUnsafe(want);
+    return fh.read(buf, 0, want, offset).then(
+      (r) => ({ buf, got: r.bytesRead, frames: null }),
+      () => null,
+    );
   }
 
   /** The read ahead, when it is of the part wanted now from the same file and what it read is still there. */
   private async takeAhead(
     offset: number,
     st: { dev: number; ino: number; size: number },
-  ): Promise<{ buf: Buffer; got: number; want: number } | null> {
+  ): Promise<{ buf: Buffer; got: number; want: number; frames: (Frames & { ahead?: unknown }) | null } | null> {
     const a = this.ahead;
     if (a === null) return null;
     this.ahead = null;

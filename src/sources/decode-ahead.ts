@@ -1,0 +1,125 @@
+/**
+ * A backlog's next part split and decoded on another thread while the reading thread hands over
+ * the part before it (issue 30: `analyze` of a long W&B run file is otherwise one core doing the
+ * CRCs, the protobuf and the statistics in turn). One decode thread serves every file of a
+ * framing that declares AheadFraming; it is started on the first part handed to it, and the
+ * process never waits for it to exit.
+ *
+ * The thread reads the part itself (from the file the reading thread holds open), so reading and
+ * decoding go on while the reading thread is busy with the part before. What it gives back is
+ * what the reading thread would have computed itself: the same frames (records as views into the
+ * bytes read, which come back without a copy) and the decoding that needs no parser state. If the thread cannot start or fails, every later part is
+ * split on the reading thread as before, so nothing is lost and nothing is read twice.
+ */
+import { Worker } from 'node:worker_threads';
+import type { FileKind } from '../parsers/index.js';
+import type { AheadFraming, Frames } from '../parsers/types.js';
+
+/** A part handed to the decode thread: `want` bytes from byte `at` of the file open as `fd` (the thread reads them). */
+export interface AheadRequest {
+  id: number;
+  kind: FileKind;
+  fd: number;
+  want: number;
+  at: number;
+}
+
+/**
+ * The part handed back: the bytes read (`got` of `buf`; null when the read failed), its frames as
+ * spans of `buf` ([offset, length]; [-1, i] for extras[i], a record of several chunks).
+ */
+export interface AheadReply {
+  id: number;
+  buf: ArrayBuffer | null;
+  got: number;
+  consumed: number;
+  badData: number;
+  corruptAt: number | null;
+  spans: Int32Array;
+  extras: Uint8Array[];
+  decoded: unknown;
+}
+
+/** Frames as split() gives them, with what AheadFraming.receive made of the decoding, and the bytes read. */
+export type AheadFrames = Frames & { ahead: unknown; buf: Buffer; got: number };
+
+interface Waiting {
+  ahead: AheadFraming;
+  done: (f: AheadFrames | null) => void;
+}
+
+class DecodeThread {
+  private readonly worker: Worker;
+  private next = 1;
+  private readonly waiting = new Map<number, Waiting>();
+  failed = false;
+
+  constructor() {
+    // Beside this module: dist/src/sources/ as compiled, or dist/bundle/ beside barwatch.cjs.
+    this.worker = new Worker(new URL('./decode-worker.js', import.meta.url));
+    this.worker.unref();
+    this.worker.on('message', (m: AheadReply) => this.reply(m));
+    this.worker.on('error', () => this.fail());
+    this.worker.on('exit', () => this.fail());
+  }
+
+  split(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number): Promise<AheadFrames | null> {
+    if (this.failed) return Promise.resolve(null);
+    const id = this.next++;
+    const req: AheadRequest = { id, kind, fd, want, at };
+    return new Promise((done) => {
+      this.waiting.set(id, { ahead, done });
+      // Waited for: the process stays up until the part is back.
+      if (this.waiting.size === 1) this.worker.ref();
+      this.worker.postMessage(req);
+    });
+  }
+
+  private reply(m: AheadReply): void {
+    const w = this.waiting.get(m.id);
+    if (w === undefined) return;
+    this.waiting.delete(m.id);
+    if (this.waiting.size === 0) this.worker.unref();
+    if (m.buf === null) {
+      w.done(null);
+      return;
+    }
+    // Every part's decoding is received, in order, even one nobody waits for any more.
+    const ahead = w.ahead.receive(m.decoded);
+    const buf = Buffer.from(m.buf, 0, m.got);
+    const records: Uint8Array[] = [];
+    for (let i = 0; i < m.spans.length; i += 2) {
+      const at = m.spans[i]!;
+      const x = at >= 0 ? null : m.extras[m.spans[i + 1]!]!;
+      records.push(x === null ? buf.subarray(at, at + m.spans[i + 1]!) : Buffer.from(x.buffer, x.byteOffset, x.byteLength));
+    }
+    w.done({ records, consumed: m.consumed, badData: m.badData, corruptAt: m.corruptAt, ahead, buf, got: m.got });
+  }
+
+  private fail(): void {
+    this.failed = true;
+    for (const w of this.waiting.values()) w.done(null);
+    this.waiting.clear();
+  }
+}
+
+let thread: DecodeThread | null = null;
+
+/**
+ * Up to `want` bytes from byte `at` of the file open as `fd` (of kind `kind`), read, split and
+ * decoded on the decode thread; null when that thread is not there or the read failed (then the
+ * caller reads). The caller keeps `fd` open until this settles.
+ */
+export function readDecoded(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number): Promise<AheadFrames | null> {
+  return startDecodeThread()?.split(kind, ahead, fd, want, at) ?? Promise.resolve(null);
+}
+
+/** The decode thread, started now if it was not (it loads its modules while the reading thread goes on); null when it cannot start. */
+export function startDecodeThread(): DecodeThread | null {
+  try {
+    thread ??= new DecodeThread();
+  } catch {
+    return null;
+  }
+  return thread;
+}

@@ -1,0 +1,55 @@
+/**
+ * The decode thread (decode-ahead.ts starts it): each part handed to it is read from the file the
+ * reading thread holds open, split and decoded by its format's AheadFraming, and handed back with
+ * its bytes, in the order the parts came.
+ */
+import { readSync } from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+import { inputOf } from '../parsers/index.js';
+import type { AheadReply, AheadRequest } from './decode-ahead.js';
+
+const port = parentPort;
+if (port !== null) {
+  port.on('message', (m: AheadRequest) => {
+    const buf = Buffer.allocUnsafeSlow(m.want);
+    let got: number;
+    try {
+      got = readSync(m.fd, buf, 0, m.want, m.at);
+    } catch {
+      const failed: AheadReply = {
+        id: m.id,
+        buf: null,
+        got: 0,
+        consumed: 0,
+        badData: 0,
+        corruptAt: null,
+        spans: new Int32Array(0),
+        extras: [],
+        decoded: null,
+      };
+      port.postMessage(failed);
+      return;
+    }
+    const { frames, decoded, transfer } = inputOf(m.kind).framing!.ahead!.decode(buf.subarray(0, got), m.at);
+    // Records are views into the part, but one of several chunks is a copy: its bytes go along.
+    const spans = new Int32Array(frames.records.length * 2);
+    const extras: Uint8Array[] = [];
+    frames.records.forEach((r, i) => {
+      const own = r.buffer === buf.buffer;
+      spans[2 * i] = own ? r.byteOffset : -1;
+      spans[2 * i + 1] = own ? r.byteLength : extras.push(r) - 1;
+    });
+    const reply: AheadReply = {
+      id: m.id,
+      buf: buf.buffer,
+      got,
+      consumed: frames.consumed,
+      badData: frames.badData,
+      corruptAt: frames.corruptAt,
+      spans,
+      extras,
+      decoded,
+    };
+    port.postMessage(reply, [buf.buffer, spans.buffer, ...transfer]);
+  });
+}
