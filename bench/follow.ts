@@ -4,8 +4,8 @@
  * and then every 50 ms (4,000 lines/s, a stress), against a bare follower of the same files
  * measured in the same run (fs.watch on each file, read the new bytes, split lines, JSON.parse
  * each: the least any follower must do). CPU is the time of all threads from /proc/<pid>/task/*
- * /schedstat. Kinds interleave, `rounds` times; the median of the rounds is reported (the mean
- * of the middle two when even). Issue 20's target: barwatch <= 3x the
+ * /schedstat. Kinds interleave, `rounds` times, the builds in turn first (so use an even number
+ * of rounds for an A/B); the median of the rounds is reported (the mean of the middle two when even). Issue 20's target: barwatch <= 3x the
  * bare follower at both paces.
  *
  *   node dist/bench/follow.js [--runs N] [--seconds S] [--rounds R] [--base DIR]
@@ -53,7 +53,12 @@ export async function main(): Promise<void> {
     for (const k of list) samples[k.name] = Object.fromEntries(PACES.map((ms) => [ms, [] as number[]]));
     let step = 2;
     for (let round = 0; round < rounds; round++) {
-      for (const k of list) {
+      // The builds swap places each round: a daemon started later catches up a longer backlog
+      // (the lines written while the others were measured), and carried its garbage into the
+      // measurement (with a fixed order, the second build measured higher at 200 lines/s).
+      const builds = list.filter((k) => k.start !== undefined);
+      const order = [...(round % 2 === 0 ? builds : [...builds].reverse()), ...list.filter((k) => k.start === undefined)];
+      for (const k of order) {
         let pid: number;
         let stop: () => Promise<void>;
         if (k.start === undefined) {
