@@ -6,16 +6,21 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BIN, REPO, tempDir } from './helpers/fs.js';
 import { writeRun } from './helpers/run.js';
+import { historyRecord, runRecord, statsRecord, WandbWriter } from './helpers/wandb-writer.js';
 
-function start(bin: string, args: string[]): { status: number | null; stdout: string; how: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, BARWATCH_START_INFO: '1' } });
+function start(bin: string, args: string[]): { status: number | null; stdout: string; how: string; decoder: string | null } {
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, BARWATCH_START_INFO: '1' },
+    maxBuffer: 1 << 26,
+  });
   const how = /^barwatch: (started from .*)$/m.exec(r.stderr)?.[1] ?? `(not said) ${r.stderr}`;
-  return { status: r.status, stdout: r.stdout, how };
+  return { status: r.status, stdout: r.stdout, how, decoder: /^barwatch: decode thread started from (.*)$/m.exec(r.stderr)?.[1] ?? null };
 }
 
 /** A copy of the checkout's program (bin/, dist/, src/, package.json; node_modules linked), to change its files. */
@@ -48,6 +53,40 @@ describe('start-up', () => {
     assert.equal(fromModules.status, fromBundle.status);
     assert.ok(fromBundle.stdout.length > 1000, 'a report');
     assert.equal(fromModules.stdout, fromBundle.stdout);
+  });
+
+  test('a W&B backlog past 32 MiB is decoded on the decode thread, from the bundle or the compiled modules; without that thread, the same report', () => {
+    // ~36 MB: 8,000 rows and system stats padded to ~9 KB every other row.
+    const wb = path.join(tempDir(), 'wandb', 'run-20261203_120000-big1');
+    const w = new WandbWriter(path.join(wb, 'run-big1.wandb'));
+    w.append(runRecord({ project: 'verl-grpo', name: 'big', id: 'big1', start: 1_790_000_000_000, config: {} }));
+    for (let s = 1; s <= 8000; s++) {
+      w.append(
+        historyRecord(
+          s,
+          { 'critic/score/mean': 0.5 + 0.1 * Math.sin(s / 50), 'actor/entropy': 1 / (1 + s / 2000), 'actor/kl_loss': 0.01 },
+          1_790_000_000 + s * 10,
+        ),
+      );
+      if (s % 2 === 0) w.append(statsRecord(1_790_000_000_000 + s * 10_000, 9000));
+    }
+    w.finish();
+    const report = (r: { stdout: string }): string => r.stdout.replace(/"silence_s": ?\d+/g, '');
+    const bundled = start(BIN, ['analyze', wb, '--format', 'json']);
+    assert.equal(bundled.decoder, path.join(REPO, 'dist', 'bundle', 'decode-worker.js'));
+    assert.match(bundled.stdout, /"steps": 8000/);
+    const dir = copyProgram();
+    const old = new Date(Date.now() - 3600_000);
+    utimesSync(path.join(dir, 'dist', 'bundle', 'barwatch.cjs'), old, old);
+    const modules = start(path.join(dir, 'bin', 'barwatch.js'), ['analyze', wb, '--format', 'json']);
+    assert.equal(modules.decoder, path.join(dir, 'dist', 'src', 'sources', 'decode-worker.js'));
+    assert.equal(report(modules), report(bundled));
+    // No decode thread to start: the reading thread reads every part itself.
+    rmSync(path.join(dir, 'dist', 'src', 'sources', 'decode-worker.js'));
+    const alone = start(path.join(dir, 'bin', 'barwatch.js'), ['analyze', wb, '--format', 'json']);
+    assert.equal(alone.decoder, null);
+    assert.equal(alone.status, bundled.status);
+    assert.equal(report(alone), report(bundled));
   });
 
   test('a code cache V8 refuses is compiled past: the same report', () => {

@@ -11,6 +11,7 @@
  * bytes read, which come back without a copy) and the decoding that needs no parser state. If the thread cannot start or fails, every later part is
  * split on the reading thread as before, so nothing is lost and nothing is read twice.
  */
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { FileKind } from '../parsers/index.js';
 import type { AheadFraming, Frames } from '../parsers/types.js';
@@ -50,13 +51,15 @@ interface Waiting {
 
 class DecodeThread {
   private readonly worker: Worker;
+  /** Beside this module: dist/src/sources/ as compiled, or dist/bundle/ beside barwatch.cjs. */
+  private readonly module = new URL('./decode-worker.js', import.meta.url);
   private next = 1;
+  private told = false;
   private readonly waiting = new Map<number, Waiting>();
   failed = false;
 
   constructor() {
-    // Beside this module: dist/src/sources/ as compiled, or dist/bundle/ beside barwatch.cjs.
-    this.worker = new Worker(new URL('./decode-worker.js', import.meta.url));
+    this.worker = new Worker(this.module);
     this.worker.unref();
     this.worker.on('message', (m: AheadReply) => this.reply(m));
     this.worker.on('error', () => this.fail());
@@ -84,6 +87,10 @@ class DecodeThread {
       w.done(null);
       return;
     }
+    // BARWATCH_START_INFO=1 (bin/barwatch.js): what the decode thread started from, once it has worked.
+    if (!this.told && process.env['BARWATCH_START_INFO'] === '1')
+      process.stderr.write(`barwatch: decode thread started from ${fileURLToPath(this.module)}\n`);
+    this.told = true;
     // Every part's decoding is received, in order, even one nobody waits for any more.
     const ahead = w.ahead.receive(m.decoded);
     const buf = Buffer.from(m.buf, 0, m.got);
