@@ -24,6 +24,13 @@ interface P extends Params {
   alpha: number;
 }
 
+/** Prefix sums' arrays, kept from one evaluation to the next (`which`: 0 the values', 1 their squares'). */
+const sums = [new Float64Array(512), new Float64Array(512)];
+function prefix(which: 0 | 1, n: number): Float64Array {
+  if (sums[which]!.length < n) sums[which] = new Float64Array(n * 2);
+  return sums[which]!;
+}
+
 export const rewardDrop: Detector<P> = {
   id: 'reward-drop',
   cleared: 'the reward has come back from its fall',
@@ -42,11 +49,14 @@ export const rewardDrop: Detector<P> = {
       const minBefore = Math.max(5, p.min_after);
       if (n < minBefore + p.min_after) continue;
       // Prefix sums: each candidate change point costs O(1).
-      const s1 = [0];
-      const s2 = [0];
-      for (const v of values) {
-        s1.push(s1[s1.length - 1]! + v);
-        s2.push(s2[s2.length - 1]! + v * v);
+      const s1 = prefix(0, n + 1);
+      const s2 = prefix(1, n + 1);
+      s1[0] = 0;
+      s2[0] = 0;
+      for (let i = 0; i < n; i++) {
+        const v = values[i]!;
+        s1[i + 1] = s1[i]! + v;
+        s2[i + 1] = s2[i]! + v * v;
       }
       const seg = (a: number, b: number): { n: number; mean: number; variance: number } => {
         const m = b - a;
@@ -59,11 +69,14 @@ export const rewardDrop: Detector<P> = {
       if (Math.abs(median(values.slice(n - p.min_after))) <= p.zero_level) continue;
       let best: { k: number; before: ReturnType<typeof seg>; after: ReturnType<typeof seg>; t: number; p: number } | null = null;
       for (let k = minBefore; k <= n - p.min_after; k++) {
-        // A fall, not a slide: the steps just after k against the steps just before it.
-        const before = seg(Math.max(0, k - p.before_points), k);
+        // A fall, not a slide: the steps just after k against the steps just before it (their
+        // means first, as seg() computes them; the segments themselves only for a fall).
+        const from = Math.max(0, k - p.before_points);
+        const beforeMean = (s1[k]! - s1[from]!) / (k - from);
+        const lower = beforeMean - p.drop * Math.abs(beforeMean);
+        if (!((s1[k + p.min_after]! - s1[k]!) / p.min_after <= lower && tail.mean <= lower)) continue;
+        const before = seg(from, k);
         const after = seg(k, k + p.min_after);
-        const lower = before.mean - p.drop * Math.abs(before.mean);
-        if (!(after.mean <= lower && tail.mean <= lower)) continue;
         const w = welch(before, after);
         if (!(w.pLower < p.alpha)) continue;
         if (best === null || w.t < best.t) best = { k, before, after: seg(k, n), t: w.t, p: w.pLower };
