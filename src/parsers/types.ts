@@ -258,6 +258,8 @@ export interface Frames {
   badData: number;
   /** Set where a length did not match its CRC: nothing after it can be trusted. */
   corruptAt: number | null;
+  /** What the decode thread decoded of the records (AheadFraming.receive), when it split them. */
+  ahead?: unknown;
 }
 
 export interface Framing {

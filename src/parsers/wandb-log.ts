@@ -847,11 +847,11 @@ export class WandbParser implements RecordParser {
   private rowItems = -1;
   private rowUnique = true;
 
-  /** Record r of a read as a row: decoded ahead, or by decodeRow here. */
+  /** Record r of a read as a row: decoded ahead (a record decodeRow did not read there is not tried again), or by decodeRow here. */
   private fastRow(b: Uint8Array, r: number, decoded: DecodedRows | null, out: ParsedRecord[]): boolean {
     if (decoded !== null) {
       const from = decoded.from[r]!;
-      if (from >= 0) return this.rowRecord(decoded.strs, decoded.ids, decoded.vals, from, decoded.to[r]!, out);
+      return from >= 0 && this.rowRecord(decoded.strs, decoded.ids, decoded.vals, from, decoded.to[r]!, out);
     }
     const items = this.items;
     items.n = 0;

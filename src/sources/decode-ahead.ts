@@ -8,8 +8,9 @@
  * The thread reads the part itself (from the file the reading thread holds open), so reading and
  * decoding go on while the reading thread is busy with the part before. What it gives back is
  * what the reading thread would have computed itself: the same frames (records as views into the
- * bytes read, which come back without a copy) and the decoding that needs no parser state. If the thread cannot start or fails, every later part is
- * split on the reading thread as before, so nothing is lost and nothing is read twice.
+ * bytes read, which come back without a copy) and the decoding that needs no parser state. If
+ * the thread cannot start or fails, every later part is read and split on the reading thread as
+ * before, so nothing is lost.
  */
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -42,7 +43,7 @@ export interface AheadReply {
 }
 
 /** Frames as split() gives them, with what AheadFraming.receive made of the decoding, and the bytes read. */
-export type AheadFrames = Frames & { ahead: unknown; buf: Buffer; got: number };
+export type AheadFrames = Frames & { buf: Buffer; got: number };
 
 interface Waiting {
   ahead: AheadFraming;
@@ -56,7 +57,7 @@ class DecodeThread {
   private next = 1;
   private told = false;
   private readonly waiting = new Map<number, Waiting>();
-  failed = false;
+  private failed = false;
 
   constructor() {
     this.worker = new Worker(this.module);

@@ -50,10 +50,8 @@ export class RecordSource extends FileSource<RecordParser> {
     this.counters.lines += data.length + badData;
     for (let i = 0; i < badData; i++) this.malformed('a record whose data does not match its CRC', this.tailer.checkpoint().offset);
     const limit = this.stepLimit;
-    const out =
-      limit === null
-        ? parser.records(data, ahead)
-        : parser.records(data, ahead).filter((r) => r.kind !== 'metrics' || r.step === null || r.step < limit);
+    const all = parser.records(data, ahead);
+    const out = limit === null ? all : all.filter((r) => r.kind !== 'metrics' || r.step === null || r.step < limit);
     const undecodable = parser.counts().undecodable;
     for (; this.undecodable < undecodable; this.undecodable++)
       this.malformed(`a record that does not decode as ${parser.format()}`, this.tailer.checkpoint().offset);

@@ -35,7 +35,7 @@ const BUDGET = 16 << 20;
 const AHEAD_BUDGET = 2 << 20;
 /** A backlog at least this large is read with the decode thread: below it, the thread's start costs more than it saves. */
 const AHEAD_FROM = 32 << 20;
-/** Reads ahead held at once over every tailer (BUDGET bytes each): see RecordTailer.read. */
+/** Reads ahead held at once over every tailer (a part each): see RecordTailer.read. */
 const MAX_AHEAD = 2;
 
 /** The next part of a file, read while the part before it was handed over. */
@@ -45,8 +45,11 @@ interface Ahead {
   ino: number;
   want: number;
   /** The bytes read, and their frames when the decode thread split them (the bytes are then the frames'). */
-  result: Promise<{ buf: Buffer; got: number; frames: (Frames & { ahead?: unknown }) | null } | null>;
+  result: Promise<{ buf: Buffer; got: number; frames: Frames | null } | null>;
 }
+
+/** Where a read's frames go: their data, the frames whose data CRC failed, Frames.ahead. */
+type DeliverFrames = (records: Uint8Array[], badData: number, ahead?: unknown) => void;
 
 export class RecordTailer {
   private state: RecordCheckpoint;
@@ -75,14 +78,14 @@ export class RecordTailer {
    * Reads new complete frames; `deliver` gets their data, the count of frames whose data CRC
    * failed, and what the decode thread decoded of them (AheadFraming.receive) when it split them.
    */
-  async read(deliver: (records: Uint8Array[], badData: number, ahead?: unknown) => void): Promise<ReadOutcome> {
+  async read(deliver: DeliverFrames): Promise<ReadOutcome> {
     const out = await this.readPart(deliver);
     // A backlog is read with the decode thread (or without) to its end.
     if (out !== 'more') this.decoding = false;
     return out;
   }
 
-  private async readPart(deliver: (records: Uint8Array[], badData: number, ahead?: unknown) => void): Promise<ReadOutcome> {
+  private async readPart(deliver: DeliverFrames): Promise<ReadOutcome> {
     let fh: fsp.FileHandle;
     try {
       // Non-blocking: a FIFO put in the file's place must not hang the reader.
@@ -114,11 +117,11 @@ export class RecordTailer {
       let want = Math.min(left, budget);
       let buf: Buffer;
       let got: number;
-      let f: Frames & { ahead?: unknown };
+      let f: Frames;
       let early = await this.takeAhead(cur.offset, st);
       if (early !== null) want = early.want;
       for (;;) {
-        let frames: (Frames & { ahead?: unknown }) | null = null;
+        let frames: Frames | null = null;
         if (early !== null) {
           ({ buf, got, frames } = early);
           early = null;
@@ -185,7 +188,7 @@ export class RecordTailer {
   private async takeAhead(
     offset: number,
     st: { dev: number; ino: number; size: number },
-  ): Promise<{ buf: Buffer; got: number; want: number; frames: (Frames & { ahead?: unknown }) | null } | null> {
+  ): Promise<{ buf: Buffer; got: number; want: number; frames: Frames | null } | null> {
     const a = this.ahead;
     if (a === null) return null;
     this.ahead = null;
