@@ -61,10 +61,12 @@ class DecodeThread {
 
   constructor() {
     this.worker = new Worker(this.module);
-    this.worker.unref();
     this.worker.on('message', (m: AheadReply) => this.reply(m));
     this.worker.on('error', () => this.fail());
     this.worker.on('exit', () => this.fail());
+    // After the listeners: one added to an unref'd worker refs it again (nodejs/node#53036), and
+    // the process would stay up once the last part is back.
+    this.worker.unref();
   }
 
   split(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number): Promise<AheadFrames | null> {
