@@ -14,6 +14,7 @@ import {
   studentTUpper,
   theilSen,
   welch,
+  welchT,
 } from '../src/stats/inference.js';
 import { rollingMedians } from '../src/detectors/levels.js';
 import { rng } from '../src/sim/random.js';
@@ -57,6 +58,20 @@ describe('trend tests', () => {
     close(w.dof, 19.190546, 1e-5, 'dof');
     close(w.pHigher, 0.0387732, 1e-5, 'p (higher)');
     close(w.pLower, 1 - 0.0387732, 1e-5, 'p (lower)');
+  });
+
+  test("welchT is welch's t bit for bit, equal and zero spreads included", () => {
+    const rand = rng(11);
+    for (let i = 0; i < 2000; i++) {
+      const m = (): { n: number; mean: number; variance: number } => ({
+        n: 2 + Math.floor(rand() * 40),
+        mean: (rand() - 0.5) * 10 ** Math.floor(rand() * 6 - 3),
+        variance: i % 10 === 0 ? 0 : rand() * 10 ** Math.floor(rand() * 6 - 4),
+      });
+      const a = m();
+      const b = i % 7 === 0 ? { ...a } : m();
+      assert.ok(Object.is(welchT(a, b), welch(a, b).t), JSON.stringify([a, b]));
+    }
   });
 });
 

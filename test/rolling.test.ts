@@ -125,6 +125,23 @@ describe('bounded memory', () => {
     assert.deepEqual(h.points(), { steps: [7, 8, 9, 10], values: [70, 80, 90, 100] });
   });
 
+  test('History points are shared by readers until a point is added or taken back, and earlier readers keep theirs', () => {
+    const h = new History(4);
+    for (let i = 1; i <= 6; i++) h.push(i, i * 10);
+    const a = h.points();
+    assert.equal(h.points(), a, 'the same points for the next reader');
+    assert.notEqual(h.points(2), a, 'the last two are points of their own');
+    assert.deepEqual(h.points(2), { steps: [5, 6], values: [50, 60] });
+    h.push(7, 70);
+    const b = h.points();
+    assert.notEqual(b, a);
+    assert.deepEqual(b, { steps: [4, 5, 6, 7], values: [40, 50, 60, 70] });
+    assert.deepEqual(a, { steps: [3, 4, 5, 6], values: [30, 40, 50, 60] }, 'what a reader holds does not change under it');
+    h.dropFrom(6);
+    assert.deepEqual(h.points(), { steps: [4, 5], values: [40, 50] });
+    assert.deepEqual(b, { steps: [4, 5, 6, 7], values: [40, 50, 60, 70] });
+  });
+
   test('Curve stays within its buckets and keeps the overall mean', () => {
     const c = new Curve(16);
     let sum = 0;

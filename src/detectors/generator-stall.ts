@@ -44,7 +44,7 @@ function basisOf(
   name: string,
   window: number,
   minPoints: number,
-): { w: { values: number[]; steps: number[]; rounds: (number | null)[] }; index: number | null; rounds: RoundState[] } {
+): { w: { values: readonly number[]; steps: readonly number[]; rounds: (number | null)[] }; index: number | null; rounds: RoundState[] } {
   const rounds = roundsOf(run, role).filter((r) => r.series.has(name));
   const full = (r: RoundState | undefined): boolean => r !== undefined && (seriesSpan(r, name)?.steps ?? 0) >= minPoints;
   const index = full(rounds[rounds.length - 1]) ? rounds.length - 1 : full(rounds[rounds.length - 2]) ? rounds.length - 2 : null;

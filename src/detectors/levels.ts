@@ -28,7 +28,7 @@ export function earlyLevel(s: SeriesStats, points: number): { mean: number; n: n
 }
 
 /** The median of the last `n` kept values, or null while fewer are kept. */
-export function recentMedian(s: SeriesStats, n: number): { median: number; steps: number[]; values: number[] } | null {
+export function recentMedian(s: SeriesStats, n: number): { median: number; steps: readonly number[]; values: readonly number[] } | null {
   const p = s.history.points(n);
   if (p.values.length < n) return null;
   return { median: median(p.values), ...p };
@@ -42,7 +42,7 @@ export function againstEarly(
   s: SeriesStats,
   early: number,
   window: number,
-): { early: { mean: number; n: number }; now: { median: number; steps: number[]; values: number[] } } | null {
+): { early: { mean: number; n: number }; now: { median: number; steps: readonly number[]; values: readonly number[] } } | null {
   if (s.history.length < early + window) return null;
   const e = earlyLevel(s, early);
   const now = recentMedian(s, window);

@@ -25,7 +25,7 @@ interface Sign {
   why: string;
   evidence: Record<string, unknown>;
   series: string;
-  steps: number[];
+  steps: readonly number[];
 }
 
 /** The first sign of no signal over the last `w` steps, or null. */

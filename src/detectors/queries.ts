@@ -3,6 +3,7 @@ import type { Role } from '../parsers/types.js';
 import type { RoundState } from '../runs/round.js';
 import type { RunState } from '../runs/run.js';
 import type { SeriesStats } from '../runs/series.js';
+import type { Points } from '../stats/rolling.js';
 import { seriesFor } from '../runs/quantities.js';
 
 /** Rounds of one role, in round order (rounds without a number last). */
@@ -11,7 +12,7 @@ export function roundsOf(run: RunState, role: Role): RoundState[] {
 }
 
 /** Recent values of a series in a round, oldest first (at most the kept history). */
-export function recent(round: RoundState, name: string, n = Infinity): { steps: number[]; values: number[] } {
+export function recent(round: RoundState, name: string, n = Infinity): Points {
   const s = round.series.get(name);
   return s === undefined ? { steps: [], values: [] } : s.history.points(n);
 }

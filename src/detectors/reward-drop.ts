@@ -8,7 +8,7 @@
  */
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
-import { median, welch } from '../stats/inference.js';
+import { median, welch, welchT } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -77,6 +77,8 @@ export const rewardDrop: Detector<P> = {
         if (!((s1[k + p.min_after]! - s1[k]!) / p.min_after <= lower && tail.mean <= lower)) continue;
         const before = seg(from, k);
         const after = seg(k, k + p.min_after);
+        // Only a candidate stronger than the best so far can take its place: its p-value is read then.
+        if (best !== null && !(welchT(before, after) < best.t)) continue;
         const w = welch(before, after);
         if (!(w.pLower < p.alpha)) continue;
         if (best === null || w.t < best.t) best = { k, before, after: seg(k, n), t: w.t, p: w.pLower };

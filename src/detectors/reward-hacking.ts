@@ -59,7 +59,7 @@ export const rewardHacking: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const task = taskSeries(r);
       if (task === null || task.stats.history.length < p.min_points) continue;
-      const split = (s: SeriesStats): { early: number[]; late: number[]; steps: number[] } => {
+      const split = (s: SeriesStats): { early: number[]; late: number[]; steps: readonly number[] } => {
         const { steps, values } = s.history.points();
         const third = Math.floor(values.length / 3);
         return { early: values.slice(0, third), late: values.slice(values.length - third), steps };

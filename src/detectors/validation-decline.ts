@@ -5,6 +5,7 @@
  * `val-core/<set>/<var>/mean@N`, HF `eval_*` accuracies and rewards); they are logged every few
  * steps, so levels are means of `points` validations.
  */
+import type { Points } from '../stats/rolling.js';
 import { isValidationScore, seriesFor } from '../runs/quantities.js';
 import { mean, r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
@@ -33,7 +34,7 @@ export const validationDecline: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const train = seriesFor(r, 'reward');
       if (train === null) continue;
-      let tp: { steps: number[]; values: number[] } | null = null;
+      let tp: Points | null = null;
       for (const [name, s] of r.series) {
         if (!isValidationScore(name) || s.history.length < 2 * p.points) continue;
         const { steps, values } = s.history.points();

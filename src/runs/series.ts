@@ -54,10 +54,12 @@ export class SeriesStats {
   history: History;
   curve: Curve;
   nonfinite: NonFinite = { count: 0, firstStep: null, lastStep: null, lastValue: null };
-  lastStep: number | null = null;
-  lastValue: number | null = null;
-  /** The latest step written, a non-finite value's included. */
-  latest: number | null = null;
+  // The step and value of the last finite value and the latest step written, NaN for none: kept
+  // as plain numbers, so that V8 stores them in place (a field that may hold null boxes every
+  // fraction written to it: two allocations per value on the hottest path). Read as null for none.
+  private lastStep_ = NaN;
+  private lastValue_ = NaN;
+  private latest_ = NaN;
   rewinds: Rewinds | null = null;
 
   constructor(opts: StatsOptions) {
@@ -67,10 +69,26 @@ export class SeriesStats {
     this.curve = new Curve(opts.curveBuckets);
   }
 
+  /** The step of the last finite value; null before any. */
+  get lastStep(): number | null {
+    return Number.isNaN(this.lastStep_) ? null : this.lastStep_;
+  }
+
+  /** The last finite value; null before any. */
+  get lastValue(): number | null {
+    return Number.isNaN(this.lastValue_) ? null : this.lastValue_;
+  }
+
+  /** The latest step written, a non-finite value's included; null before any. */
+  get latest(): number | null {
+    return Number.isNaN(this.latest_) ? null : this.latest_;
+  }
+
   /** NaN and infinities are counted (a detector reports them), never mixed into the statistics. */
   add(step: number, v: number): void {
-    if (this.latest !== null && step <= this.latest) this.rewind(step);
-    this.latest = step;
+    // (false while latest_ is NaN)
+    if (step <= this.latest_) this.rewind(step);
+    this.latest_ = step;
     if (!Number.isFinite(v)) {
       const nf = this.nonfinite;
       nf.count++;
@@ -84,8 +102,8 @@ export class SeriesStats {
     this.ewma.push(v);
     this.history.push(step, v);
     this.curve.push(step, v);
-    this.lastStep = step;
-    this.lastValue = v;
+    this.lastStep_ = step;
+    this.lastValue_ = v;
   }
 
   /** The step of the first value kept, a non-finite value's included; null before any. */
@@ -123,8 +141,8 @@ export class SeriesStats {
       this.ewma = e;
     }
     const n = kept.steps.length;
-    this.lastStep = n > 0 ? kept.steps[n - 1]! : null;
-    this.lastValue = n > 0 ? kept.values[n - 1]! : null;
+    this.lastStep_ = n > 0 ? kept.steps[n - 1]! : NaN;
+    this.lastValue_ = n > 0 ? kept.values[n - 1]! : NaN;
     if (this.nonfinite.firstStep !== null && this.nonfinite.firstStep >= step)
       this.nonfinite = { count: 0, firstStep: null, lastStep: null, lastValue: null };
     const r = (this.rewinds ??= { count: 0, values: 0, lastTo: null, inexact: false });
@@ -157,10 +175,10 @@ export class SeriesStats {
     s.history = History.from(j.history, opts.history);
     s.curve = Curve.from(j.curve);
     s.nonfinite = { ...j.nonfinite };
-    s.lastStep = j.lastStep;
-    s.lastValue = j.lastValue;
-    s.latest = Math.max(j.lastStep ?? -Infinity, j.nonfinite.lastStep ?? -Infinity);
-    if (s.latest === -Infinity) s.latest = null;
+    s.lastStep_ = j.lastStep ?? NaN;
+    s.lastValue_ = j.lastValue ?? NaN;
+    const latest = Math.max(j.lastStep ?? -Infinity, j.nonfinite.lastStep ?? -Infinity);
+    s.latest_ = latest === -Infinity ? NaN : latest;
     s.rewinds = j.rewinds === undefined ? null : { ...j.rewinds };
     return s;
   }

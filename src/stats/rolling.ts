@@ -233,12 +233,25 @@ export interface HistoryJSON {
   values: number[];
 }
 
+/** Points of a History, oldest first: shared by every reader until the history changes, so never written to. */
+export interface Points {
+  readonly steps: readonly number[];
+  readonly values: readonly number[];
+}
+
+/** Histories up to this many points keep their last points() for the next reader. */
+const SHARED_POINTS = 4096;
+
 /** The last `size` (step, value) points, oldest first. */
 export class History {
   private readonly steps: Float64Array;
   private readonly vals: Float64Array;
   private head = 0;
   private count = 0;
+  /** Changes with every point added or taken back: the points last read are current while it stays. */
+  private version = 0;
+  /** The points last read (of `n` points, at `version`): the detectors evaluated at one record read the same series. */
+  private shared: { version: number; n: number; points: Points } | null = null;
 
   constructor(readonly size: number) {
     this.steps = new Float64Array(size);
@@ -250,6 +263,7 @@ export class History {
     this.vals[this.head] = value;
     if (++this.head === this.size) this.head = 0;
     if (this.count < this.size) this.count++;
+    this.version++;
   }
 
   get length(): number {
@@ -266,6 +280,7 @@ export class History {
    * and returns them, oldest first.
    */
   dropFrom(step: number): { steps: number[]; values: number[] } {
+    this.version++;
     const steps: number[] = [];
     const values: number[] = [];
     while (this.count > 0) {
@@ -279,9 +294,20 @@ export class History {
     return { steps: steps.reverse(), values: values.reverse() };
   }
 
-  /** Points oldest first, as two arrays: all kept, or the last `last` of them. */
-  points(last = Infinity): { steps: number[]; values: number[] } {
+  /**
+   * Points oldest first, as two arrays: all kept, or the last `last` of them. The arrays are the
+   * same for every reader until a point is added or taken back: read them, never write to them.
+   */
+  points(last = Infinity): Points {
     const n = Math.min(this.count, last);
+    const shared = this.shared;
+    if (shared !== null && shared.version === this.version && shared.n === n) return shared.points;
+    const points = this.copy(n);
+    if (n <= SHARED_POINTS) this.shared = { version: this.version, n, points };
+    return points;
+  }
+
+  private copy(n: number): { steps: number[]; values: number[] } {
     // Arrays of their final length are filled ~3x faster than pushed to (detectors read points at
     // every evaluation); past V8's limit for a fast preallocated array, pushed.
     const sized = n <= 50_000;
@@ -297,7 +323,7 @@ export class History {
   }
 
   toJSON(): HistoryJSON {
-    return { size: this.size, ...this.points() };
+    return { size: this.size, ...this.copy(this.count) };
   }
 
   static from(j: HistoryJSON, size = j.size): History {
