@@ -124,6 +124,18 @@ describe('medians along a series', () => {
     }
   });
 
+  test('the median of a short input (sorted by insertion) is the median of a typed-array sort, bit for bit', () => {
+    const sorted = (xs: number[]): number => {
+      const s = Float64Array.from(xs).sort();
+      const m = s.length >> 1;
+      return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+    };
+    for (let i = 0; i < 20_000; i++) {
+      const xs = Array.from({ length: 1 + (i % 40) }, value);
+      assert.ok(Object.is(median(xs), sorted(xs)), `${xs.join(',')}: ${median(xs)} vs ${sorted(xs)}`);
+    }
+  });
+
   test('rolling medians are the medians of each run of values', () => {
     for (const w of [1, 2, 5, 20]) {
       const xs = Array.from({ length: 500 }, value);

@@ -50,13 +50,13 @@ export function againstEarly(
 }
 
 /** Medians of each run of `w` values ending at each index (NaN before the first full run). */
-export function rollingMedians(values: readonly number[], w: number): number[] {
-  const out: number[] = [];
+export function rollingMedians(values: readonly number[], w: number): Float64Array {
+  const out = new Float64Array(values.length);
   const win = new SortedWindow();
   for (let i = 0; i < values.length; i++) {
     win.add(values[i]!);
     if (i >= w) win.remove(values[i - w]!);
-    out.push(i + 1 < w ? NaN : win.median());
+    out[i] = i + 1 < w ? NaN : win.median();
   }
   return out;
 }

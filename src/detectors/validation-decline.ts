@@ -21,6 +21,20 @@ interface P extends Params {
   train_tolerance: number;
 }
 
+/** The mean of the values at steps from..to (added in order, as mean() adds them); null when there are none. */
+function meanBetween(t: Points, from: number, to: number): number | null {
+  let sum = 0;
+  let n = 0;
+  for (let i = 0; i < t.steps.length; i++) {
+    const s = t.steps[i]!;
+    if (s >= from && s <= to) {
+      sum += t.values[i]!;
+      n++;
+    }
+  }
+  return n === 0 ? null : sum / n;
+}
+
 export const validationDecline: Detector<P> = {
   id: 'validation-decline',
   cleared: 'the validation score is back near its best, or the training reward fell with it',
@@ -50,13 +64,10 @@ export const validationDecline: Detector<P> = {
         if (!(fall >= Math.max(p.min_drop, p.drop * Math.abs(best)))) continue;
         // The training reward around the best validations, and since the recent ones began.
         const t = (tp ??= train.stats.history.points());
-        const around = (from: number, to: number): number[] => t.values.filter((_, i) => t.steps[i]! >= from && t.steps[i]! <= to);
         const bestSteps = [steps[bestAt]!, steps[bestAt + p.points - 1]!] as const;
-        const then = around(bestSteps[0], bestSteps[1]);
-        const now = around(steps[n - p.points]!, Infinity);
-        if (then.length === 0 || now.length === 0) continue;
-        const trainThen = mean(then);
-        const trainNow = mean(now);
+        const trainThen = meanBetween(t, bestSteps[0], bestSteps[1]);
+        const trainNow = meanBetween(t, steps[n - p.points]!, Infinity);
+        if (trainThen === null || trainNow === null) continue;
         if (trainNow < trainThen - p.train_tolerance * Math.abs(trainThen)) continue;
         out.push({
           round: r.round,

@@ -114,11 +114,30 @@ export function mannKendall(xs: readonly number[], serial = false): MannKendall 
   return { n, s, z, pUp: 1 - normalCdf(z), pDown: normalCdf(z) };
 }
 
-/** Median; a typed-array copy sorts numerically without a comparator. */
+/** Where median() sorts a short input (a detector's window of a few values, read at every evaluation). */
+const SHORT = new Float64Array(32);
+
+/**
+ * Median; a typed-array copy sorts numerically without a comparator. A short input is sorted by
+ * insertion into a scratch array in the same order (sortsBefore), so the same value comes out
+ * without a copy made and sorted for each window.
+ */
 function median(xs: ArrayLike<number>): number {
   const n = xs.length;
   if (n === 0) return NaN;
-  const s = Float64Array.from(xs).sort();
+  let s: Float64Array;
+  if (n <= SHORT.length) {
+    s = SHORT;
+    for (let i = 0; i < n; i++) {
+      const x = xs[i]!;
+      let j = i;
+      while (j > 0 && sortsBefore(x, s[j - 1]!)) {
+        s[j] = s[j - 1]!;
+        j--;
+      }
+      s[j] = x;
+    }
+  } else s = Float64Array.from(xs).sort();
   const m = n >> 1;
   return n % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
