@@ -36,6 +36,7 @@ export interface EngineJSON {
 }
 
 const NO_TRANSITIONS: Transition[] = [];
+const NOTHING_SEEN: ReadonlySet<string> = new Set();
 /** Runs shorter than this (in records read) are evaluated at every detector's own cadence. */
 const STRIDE_FROM = 8192;
 /** Past STRIDE_FROM, a detector's stride is at least 1/STRIDE_RESOLUTION of the records read so far. */
@@ -210,12 +211,14 @@ export class DetectorEngine {
 
   private apply(run: RunState, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
     const out: Transition[] = [];
-    const seen = new Set<string>();
+    // Most evaluations find nothing: no set is made for them.
+    const seen = drafts.length === 0 ? NOTHING_SEEN : new Set<string>();
     const pending = this.pendingOf(run.id);
     for (const draft of drafts) {
       const key = findingKey(run.id, d.id, d.scope === 'run' ? '*' : draft.round);
       if (seen.has(key)) continue;
-      seen.add(key);
+      // (a draft to walk: the set is the one made for them)
+      (seen as Set<string>).add(key);
       this.failing.delete(key);
       const active = this.active.get(key);
       // A finding not yet fired is judged against the one that held once before it.

@@ -27,6 +27,15 @@ export function nonfiniteDrafts(
 ): Draft[] {
   const out: Draft[] = [];
   for (const r of run.orderedRounds()) {
+    // Nearly always none: the series are walked by name only where one is.
+    let any = false;
+    for (const s of r.series.values()) {
+      if (s.nonfinite.count > 0) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) continue;
     const bad: { series: string; count: number; firstStep: number | null; value: string | null }[] = [];
     for (const [name, s] of r.series) {
       if (s.nonfinite.count > 0 && keep(name, s)) {

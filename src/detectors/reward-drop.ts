@@ -8,7 +8,7 @@
  */
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
-import { median, welch, welchT } from '../stats/inference.js';
+import { median, welch, welchTOf } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -58,10 +58,14 @@ export const rewardDrop: Detector<P> = {
         s1[i + 1] = s1[i]! + v;
         s2[i + 1] = s2[i]! + v * v;
       }
-      const seg = (a: number, b: number): { n: number; mean: number; variance: number } => {
+      const segMean = (a: number, b: number): number => (s1[b]! - s1[a]!) / (b - a);
+      const segVariance = (a: number, b: number, mean: number): number => {
         const m = b - a;
-        const mean = (s1[b]! - s1[a]!) / m;
-        return { n: m, mean, variance: Math.max(0, (s2[b]! - s2[a]! - m * mean * mean) / (m - 1)) };
+        return Math.max(0, (s2[b]! - s2[a]! - m * mean * mean) / (m - 1));
+      };
+      const seg = (a: number, b: number): { n: number; mean: number; variance: number } => {
+        const mean = segMean(a, b);
+        return { n: b - a, mean, variance: segVariance(a, b, mean) };
       };
       const tail = seg(n - p.min_after, n);
       // A reward that sits at about zero now, or is on its way there (half the last steps at ~0
@@ -75,10 +79,16 @@ export const rewardDrop: Detector<P> = {
         const beforeMean = (s1[k]! - s1[from]!) / (k - from);
         const lower = beforeMean - p.drop * Math.abs(beforeMean);
         if (!((s1[k + p.min_after]! - s1[k]!) / p.min_after <= lower && tail.mean <= lower)) continue;
+        // Only a candidate stronger than the best so far can take its place: its segments are made
+        // and its p-value read then (the t as welch() computes it from seg()'s numbers).
+        if (best !== null) {
+          const b = segMean(from, k);
+          const a = segMean(k, k + p.min_after);
+          const t = welchTOf(k - from, b, segVariance(from, k, b), p.min_after, a, segVariance(k, k + p.min_after, a));
+          if (!(t < best.t)) continue;
+        }
         const before = seg(from, k);
         const after = seg(k, k + p.min_after);
-        // Only a candidate stronger than the best so far can take its place: its p-value is read then.
-        if (best !== null && !(welchT(before, after) < best.t)) continue;
         const w = welch(before, after);
         if (!(w.pLower < p.alpha)) continue;
         if (best === null || w.t < best.t) best = { k, before, after: seg(k, n), t: w.t, p: w.pLower };

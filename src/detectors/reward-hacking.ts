@@ -12,6 +12,7 @@ import type { SeriesStats } from '../runs/series.js';
 import { moments, welch } from '../stats/inference.js';
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
+import { memoByName } from '../util/memo.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -27,7 +28,16 @@ interface P extends Params {
 const TASK = /correct|accura|answer|(^|[/_])acc($|[/_])|exact|(^|[/_])em($|[/_])|f1|solve/i;
 const SHAPING = /format|length|style|xml|tag|think|structure/i;
 
-function component(name: string): string | null {
+/** A component named for the task's correctness (rewards/accuracy_reward/mean). */
+const isTaskName = memoByName((name) => {
+  const m = /^(?:rewards|reward_extra_info)\/(.+?)(?:\/mean)?$/.exec(name);
+  return m !== null && TASK.test(m[1]!) && !name.endsWith('/std');
+});
+
+/** The series' name when it is a shaping component (format, length, style), else null. */
+const component = memoByName(componentOf);
+
+function componentOf(name: string): string | null {
   if (name === 'format') return name;
   const m = /^(?:rewards|reward_extra_info)\/(.+?)(?:\/mean)?$/.exec(name);
   return m !== null && SHAPING.test(m[1]!) && !TASK.test(m[1]!) ? name : null;
@@ -39,10 +49,7 @@ function taskSeries(r: RoundState): { name: string; stats: SeriesStats } | null 
   if (boundary !== undefined) return { name: 'boundary', stats: boundary };
   const acc = r.series.get('accuracy');
   if (acc !== undefined) return { name: 'accuracy', stats: acc };
-  for (const [name, s] of r.series) {
-    const m = /^(?:rewards|reward_extra_info)\/(.+?)(?:\/mean)?$/.exec(name);
-    if (m !== null && TASK.test(m[1]!) && !name.endsWith('/std')) return { name, stats: s };
-  }
+  for (const [name, s] of r.series) if (isTaskName(name)) return { name, stats: s };
   return rewardSeries(r);
 }
 
@@ -65,15 +72,22 @@ export const rewardHacking: Detector<P> = {
         return { early: values.slice(0, third), late: values.slice(values.length - third), steps };
       };
       const t = split(task.stats);
-      const tw = welch(moments(t.early), moments(t.late));
-      const tFall = moments(t.early).mean - moments(t.late).mean;
-      if (!(tFall >= p.min_fall && tw.pLower < p.alpha)) continue;
+      const te = moments(t.early);
+      const tl = moments(t.late);
+      const tFall = te.mean - tl.mean;
+      // The test only where the means fell far enough.
+      if (!(tFall >= p.min_fall)) continue;
+      const tw = welch(te, tl);
+      if (!(tw.pLower < p.alpha)) continue;
       for (const [name, s] of r.series) {
         if (name === task.name || component(name) === null || s.history.length < p.min_points) continue;
         const c = split(s);
-        const cw = welch(moments(c.early), moments(c.late));
-        const rise = moments(c.late).mean - moments(c.early).mean;
-        if (!(rise >= p.min_rise && cw.pHigher < p.alpha)) continue;
+        const ce = moments(c.early);
+        const cl = moments(c.late);
+        const rise = cl.mean - ce.mean;
+        if (!(rise >= p.min_rise)) continue;
+        const cw = welch(ce, cl);
+        if (!(cw.pHigher < p.alpha)) continue;
         const m = (xs: number[]): number => moments(xs).mean;
         out.push({
           round: r.round,

@@ -11,6 +11,7 @@
  */
 import type { RoundState } from './round.js';
 import type { SeriesStats } from './series.js';
+import { memoByName } from '../util/memo.js';
 
 export type Quantity =
   | 'reward'
@@ -117,7 +118,9 @@ export const QUANTITY_LABELS: Record<Quantity, string> = {
  * Validation series whose higher values are better: verl `val-core/<set>/<var>/mean@N` and
  * `val/test_score/<set>`, HF / TRL `eval_*` (read as `eval/*`) naming a reward, score or accuracy.
  */
-export function isValidationScore(name: string): boolean {
+export const isValidationScore = memoByName(validationScore);
+
+function validationScore(name: string): boolean {
   if (!/^(val-core|val|eval|val-aux)\//.test(name)) return false;
   if (/(^|[/_@])(std|loss|runtime|samples_per_second|steps_per_second|length)/i.test(name)) return false;
   return /reward|score|acc|pass|exact|(^|[/_])em($|[/_@])|f1|correct/i.test(name);

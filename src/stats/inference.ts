@@ -259,12 +259,17 @@ export function welch(a: Moments, b: Moments): Welch {
  * candidates needs the p-value only of one that beats the best so far.
  */
 export function welchT(a: Moments, b: Moments): number {
-  const se = Math.sqrt(a.variance / a.n + b.variance / b.n);
+  return welchTOf(a.n, a.mean, a.variance, b.n, b.mean, b.variance);
+}
+
+/** welchT of two samples given as their counts, means and variances (no objects made for a candidate). */
+export function welchTOf(na: number, meanA: number, varA: number, nb: number, meanB: number, varB: number): number {
+  const se = Math.sqrt(varA / na + varB / nb);
   if (!(se > 0)) {
-    const d = b.mean - a.mean;
+    const d = meanB - meanA;
     return d === 0 ? 0 : d > 0 ? Infinity : -Infinity;
   }
-  return (b.mean - a.mean) / se;
+  return (meanB - meanA) / se;
 }
 
 /** Residuals of a least-squares line through (i, xs[i]). */
