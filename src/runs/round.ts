@@ -81,6 +81,12 @@ export class RoundState {
   private readonly files = new Map<string, FileStart>();
   /** The file of the last record applied, and its start (see apply). */
   private lastFile: { source: string; start: FileStart } | null = null;
+  /**
+   * Each file's name as the round first met it. A name read again is often another string of the
+   * same text (made for each read); the series' owners are compared with the first one, by
+   * pointer, instead of character by character for every value (see apply).
+   */
+  private readonly names = new Map<string, string>();
   /** Per series: its statistics and the file that owns it (one lookup per value on the hot path). */
   private readonly slots = new Map<string, Slot>();
   /** The names of the last record applied, in order, and their slots (see apply). */
@@ -117,8 +123,9 @@ export class RoundState {
     if (this.lastFile?.source !== source) {
       let start = this.files.get(source);
       if (start === undefined) this.files.set(source, (start = { format, first: step }));
-      this.lastFile = { source, start };
+      this.lastFile = { source: this.nameOf(source), start };
     }
+    source = this.lastFile.source;
     if (this.lastStep === null || step > this.lastStep) {
       this.steps++;
       this.arrivals.push(step, now);
@@ -148,6 +155,13 @@ export class RoundState {
       for (const name in values) fresh = this.add(at++, name, values[name]!, step, source, fresh, copies);
     }
     return fresh;
+  }
+
+  /** The file's name as the round first met it (see names). */
+  private nameOf(source: string): string {
+    let name = this.names.get(source);
+    if (name === undefined) this.names.set(source, (name = source));
+    return name;
   }
 
   /**
@@ -296,7 +310,8 @@ export class RoundState {
     for (const [k, v] of Object.entries(j.series)) {
       const stats = SeriesStats.from(v, opts);
       r.series.set(k, stats);
-      r.slots.set(k, { stats, owner: j.owners?.[k] });
+      const owner = j.owners?.[k];
+      r.slots.set(k, { stats, owner: owner === undefined ? undefined : r.nameOf(owner) });
     }
     return r;
   }
