@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Curve, Ewma, History, RollingWindow, RunningStats } from '../src/stats/rolling.js';
+import { Curve, Ewma, History, releaseSharedPoints, RollingWindow, RunningStats } from '../src/stats/rolling.js';
 import { normal, rng } from '../src/sim/random.js';
 import { RoundState } from '../src/runs/round.js';
 import { SeriesStats } from '../src/runs/series.js';
@@ -138,8 +138,15 @@ describe('bounded memory', () => {
     assert.deepEqual(b, { steps: [4, 5, 6, 7], values: [40, 50, 60, 70] });
     assert.deepEqual(a, { steps: [3, 4, 5, 6], values: [30, 40, 50, 60] }, 'what a reader holds does not change under it');
     h.dropFrom(6);
-    assert.deepEqual(h.points(), { steps: [4, 5], values: [40, 50] });
+    const c = h.points();
+    assert.deepEqual(c, { steps: [4, 5], values: [40, 50] });
     assert.deepEqual(b, { steps: [4, 5, 6, 7], values: [40, 50, 60, 70] });
+    // The detectors' pass is over: the points are let go, and the next reader gets the same ones anew.
+    releaseSharedPoints();
+    const d = h.points();
+    assert.notEqual(d, c);
+    assert.deepEqual(d, c);
+    assert.equal(h.points(), d);
   });
 
   test('Curve stays within its buckets and keeps the overall mean', () => {

@@ -11,6 +11,7 @@
  * (records in one pass, then a final evaluation with everything read).
  */
 import type { RunState } from '../runs/run.js';
+import { releaseSharedPoints } from '../stats/rolling.js';
 import { DETECTORS } from './index.js';
 import { findingKey, SEVERITY_RANK, type DetectContext, type Detector, type Draft, type Finding, type Params } from './types.js';
 
@@ -145,6 +146,7 @@ export class DetectorEngine {
       out = this.judgeAdd(out, run, d, ctx, byDetector, read);
     }
     this.nextDue.set(run.id, next);
+    releaseSharedPoints();
     return out ?? NO_TRANSITIONS;
   }
 
@@ -159,6 +161,7 @@ export class DetectorEngine {
     for (const d of this.enabled)
       if (d.immediate === true && d.timeBased !== true && byDetector.get(d.id) !== read)
         out = this.judgeAdd(out, run, d, ctx, byDetector, read);
+    releaseSharedPoints();
     return out ?? NO_TRANSITIONS;
   }
 
@@ -200,6 +203,7 @@ export class DetectorEngine {
       out.push(...this.apply(run, d, d.detect(run, this.paramsOf(d), ctx), true));
       this.nextDue.delete(run.id);
     }
+    releaseSharedPoints();
     return out;
   }
 

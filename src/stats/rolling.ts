@@ -241,6 +241,19 @@ export interface Points {
 
 /** Histories up to this many points keep their last points() for the next reader. */
 const SHARED_POINTS = 4096;
+/** The histories holding shared points: they let them go when the readers are done (releaseSharedPoints). */
+const sharing: History[] = [];
+
+/**
+ * The points shared since the last call are let go (the detectors' engine calls this after each
+ * pass): kept past their pass, they would outlive a young collection while the run waits for its
+ * next step, and die in the old generation, which costs a daemon following many runs more than
+ * the copies saved.
+ */
+export function releaseSharedPoints(): void {
+  for (const h of sharing) h.release();
+  sharing.length = 0;
+}
 
 /** The last `size` (step, value) points, oldest first. */
 export class History {
@@ -303,8 +316,16 @@ export class History {
     const shared = this.shared;
     if (shared !== null && shared.version === this.version && shared.n === n) return shared.points;
     const points = this.copy(n);
-    if (n <= SHARED_POINTS) this.shared = { version: this.version, n, points };
+    if (n <= SHARED_POINTS) {
+      if (this.shared === null) sharing.push(this);
+      this.shared = { version: this.version, n, points };
+    }
     return points;
+  }
+
+  /** Lets the shared points go (releaseSharedPoints). */
+  release(): void {
+    this.shared = null;
   }
 
   private copy(n: number): { steps: number[]; values: number[] } {
