@@ -37,7 +37,6 @@ export interface EngineJSON {
 }
 
 const NO_TRANSITIONS: Transition[] = [];
-const NOTHING_SEEN: ReadonlySet<string> = new Set();
 /** Runs shorter than this (in records read) are evaluated at every detector's own cadence. */
 const STRIDE_FROM = 8192;
 /** Past STRIDE_FROM, a detector's stride is at least 1/STRIDE_RESOLUTION of the records read so far. */
@@ -215,14 +214,13 @@ export class DetectorEngine {
 
   private apply(run: RunState, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
     const out: Transition[] = [];
-    // Most evaluations find nothing: no set is made for them.
-    const seen = drafts.length === 0 ? NOTHING_SEEN : new Set<string>();
+    // The keys of the drafts judged (most evaluations find nothing: no set is made for them).
+    let seen = null as Set<string> | null;
     const pending = this.pendingOf(run.id);
     for (const draft of drafts) {
       const key = findingKey(run.id, d.id, d.scope === 'run' ? '*' : draft.round);
-      if (seen.has(key)) continue;
-      // (a draft to walk: the set is the one made for them)
-      (seen as Set<string>).add(key);
+      if (seen?.has(key) === true) continue;
+      (seen ??= new Set()).add(key);
       this.failing.delete(key);
       const active = this.active.get(key);
       // A finding not yet fired is judged against the one that held once before it.
@@ -256,10 +254,10 @@ export class DetectorEngine {
       else if (SEVERITY_RANK[finding.severity] > SEVERITY_RANK[active.severity]) out.push({ kind: 'escalated', finding });
     }
     // Held once and not again: never fired, forgotten.
-    for (const [key, f] of pending) if (f.detector === d.id && !seen.has(key)) pending.delete(key);
+    for (const [key, f] of pending) if (f.detector === d.id && seen?.has(key) !== true) pending.delete(key);
     const activeKeys = this.activeKeys(run.id, d.id);
     for (const key of activeKeys === undefined ? [] : [...activeKeys]) {
-      if (seen.has(key)) continue;
+      if (seen?.has(key) === true) continue;
       // Failed at two evaluations in a row (or at a decisive one): it resolves.
       if (!decisive && d.immediate !== true && !this.failing.has(key)) {
         this.failing.add(key);

@@ -76,15 +76,21 @@ export const rewardDrop: Detector<P> = {
         // A fall, not a slide: the steps just after k against the steps just before it (their
         // means first, as seg() computes them; the segments themselves only for a fall).
         const from = Math.max(0, k - p.before_points);
-        const beforeMean = (s1[k]! - s1[from]!) / (k - from);
+        const beforeMean = segMean(from, k);
+        const afterMean = segMean(k, k + p.min_after);
         const lower = beforeMean - p.drop * Math.abs(beforeMean);
-        if (!((s1[k + p.min_after]! - s1[k]!) / p.min_after <= lower && tail.mean <= lower)) continue;
+        if (!(afterMean <= lower && tail.mean <= lower)) continue;
         // Only a candidate stronger than the best so far can take its place: its segments are made
         // and its p-value read then (the t as welch() computes it from seg()'s numbers).
         if (best !== null) {
-          const b = segMean(from, k);
-          const a = segMean(k, k + p.min_after);
-          const t = welchTOf(k - from, b, segVariance(from, k, b), p.min_after, a, segVariance(k, k + p.min_after, a));
+          const t = welchTOf(
+            k - from,
+            beforeMean,
+            segVariance(from, k, beforeMean),
+            p.min_after,
+            afterMean,
+            segVariance(k, k + p.min_after, afterMean),
+          );
           if (!(t < best.t)) continue;
         }
         const before = seg(from, k);

@@ -10,6 +10,7 @@
 import type { RoundState } from '../runs/round.js';
 import type { SeriesStats } from '../runs/series.js';
 import { moments, welch } from '../stats/inference.js';
+import type { Moments } from '../stats/inference.js';
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
 import { memoByName } from '../util/memo.js';
@@ -66,42 +67,35 @@ export const rewardHacking: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const task = taskSeries(r);
       if (task === null || task.stats.history.length < p.min_points) continue;
-      const split = (s: SeriesStats): { early: number[]; late: number[]; steps: readonly number[] } => {
+      // The first and the last third of a series' kept points; the test only where their means moved far enough.
+      const split = (s: SeriesStats): { early: Moments; late: Moments; steps: readonly number[] } => {
         const { steps, values } = s.history.points();
         const third = Math.floor(values.length / 3);
-        return { early: values.slice(0, third), late: values.slice(values.length - third), steps };
+        return { early: moments(values.slice(0, third)), late: moments(values.slice(values.length - third)), steps };
       };
       const t = split(task.stats);
-      const te = moments(t.early);
-      const tl = moments(t.late);
-      const tFall = te.mean - tl.mean;
-      // The test only where the means fell far enough.
-      if (!(tFall >= p.min_fall)) continue;
-      const tw = welch(te, tl);
+      if (!(t.early.mean - t.late.mean >= p.min_fall)) continue;
+      const tw = welch(t.early, t.late);
       if (!(tw.pLower < p.alpha)) continue;
       for (const [name, s] of r.series) {
         if (name === task.name || component(name) === null || s.history.length < p.min_points) continue;
         const c = split(s);
-        const ce = moments(c.early);
-        const cl = moments(c.late);
-        const rise = cl.mean - ce.mean;
-        if (!(rise >= p.min_rise)) continue;
-        const cw = welch(ce, cl);
+        if (!(c.late.mean - c.early.mean >= p.min_rise)) continue;
+        const cw = welch(c.early, c.late);
         if (!(cw.pHigher < p.alpha)) continue;
-        const m = (xs: number[]): number => moments(xs).mean;
         out.push({
           round: r.round,
           step: t.steps[t.steps.length - 1]!,
           severity: p.severity,
-          message: `${name} rose from ${m(c.early).toFixed(3)} to ${m(c.late).toFixed(3)} while ${task.name} fell from ${m(t.early).toFixed(3)} to ${m(t.late).toFixed(3)} (first vs last third of the last ${t.steps.length} steps): the policy is being paid for ${name} instead of the task.`,
+          message: `${name} rose from ${c.early.mean.toFixed(3)} to ${c.late.mean.toFixed(3)} while ${task.name} fell from ${t.early.mean.toFixed(3)} to ${t.late.mean.toFixed(3)} (first vs last third of the last ${t.steps.length} steps): the policy is being paid for ${name} instead of the task.`,
           evidence: {
             component: name,
-            component_early: r4(m(c.early)),
-            component_late: r4(m(c.late)),
+            component_early: r4(c.early.mean),
+            component_late: r4(c.late.mean),
             component_welch_t: Math.round(cw.t * 100) / 100,
             task: task.name,
-            task_early: r4(m(t.early)),
-            task_late: r4(m(t.late)),
+            task_early: r4(t.early.mean),
+            task_late: r4(t.late.mean),
             task_welch_t: Math.round(tw.t * 100) / 100,
             points: t.steps.length,
           },
