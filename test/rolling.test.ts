@@ -166,6 +166,41 @@ describe('bounded memory', () => {
     assert.equal(j.buckets[0]!.firstStep, 0);
     assert.equal(j.buckets[j.buckets.length - 1]!.lastStep, n - 1);
   });
+
+  test('Curve from a state saved before m2, min and max were kept: they stay unknown where a bucket lacks them, and round-trip', () => {
+    const saved = {
+      size: 4,
+      per: 2,
+      buckets: [
+        { firstStep: 1, lastStep: 2, n: 2, mean: 1.5 },
+        { firstStep: 3, lastStep: 4, n: 2, mean: 3.5, m2: 0.5, min: 3, max: 4 },
+        { firstStep: 5, lastStep: 5, n: 1, mean: 5, m2: 0, min: 5, max: 5 },
+      ],
+    };
+    const c = Curve.from(saved);
+    assert.deepEqual(c.toJSON(), saved);
+    assert.deepEqual(c.total(), { n: 5, mean: 3, m2: 9.5, min: null, max: null });
+    for (let step = 6; step <= 9; step++) c.push(step, step); // step 9 opens a fifth bucket: the four halve
+    assert.deepEqual(c.toJSON(), {
+      size: 4,
+      per: 4,
+      buckets: [
+        { firstStep: 1, lastStep: 4, n: 4, mean: 2.5, m2: 4.5 },
+        { firstStep: 5, lastStep: 8, n: 4, mean: 6.5, m2: 5, min: 5, max: 8 },
+        { firstStep: 9, lastStep: 9, n: 1, mean: 9, m2: 0, min: 9, max: 9 },
+      ],
+    });
+    assert.deepEqual(
+      [0, 1, 2].map((i) => [c.firstStepAt(i), c.lastStepAt(i), c.countAt(i), c.meanAt(i)]),
+      [
+        [1, 4, 4, 2.5],
+        [5, 8, 4, 6.5],
+        [9, 9, 1, 9],
+      ],
+    );
+    assert.deepEqual(c.means(), [2.5, 6.5, 9]);
+    assert.deepEqual(c.headMean(5), { mean: 4.5, n: 8, lastStep: 8 });
+  });
 });
 
 describe('RoundState.apply', () => {

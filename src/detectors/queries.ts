@@ -54,18 +54,17 @@ export function seriesSpan(round: RoundState, name: string): { first: number; la
 
 /** Mean values of a series' whole-round curve over `parts` equal spans of `span` steps from the series' first step. */
 export function segmentMeans(round: RoundState, name: string, span: number, parts: number): number[] | null {
-  const s = round.series.get(name);
-  const buckets = s?.curve.bucketsRead;
-  const first = buckets?.[0]?.firstStep;
-  if (buckets === undefined || first === undefined) return null;
+  const curve = round.series.get(name)?.curve;
+  const first = curve?.firstStep ?? null;
+  if (curve === undefined || first === null) return null;
   const sums = new Array<number>(parts).fill(0);
   const counts = new Array<number>(parts).fill(0);
-  for (const b of buckets) {
-    const mid = (b.firstStep + b.lastStep) / 2 - first;
+  for (let b = 0; b < curve.length; b++) {
+    const mid = (curve.firstStepAt(b) + curve.lastStepAt(b)) / 2 - first;
     if (mid < 0 || mid >= span) continue;
     const i = Math.min(parts - 1, Math.floor((mid / span) * parts));
-    sums[i]! += b.mean * b.n;
-    counts[i]! += b.n;
+    sums[i]! += curve.meanAt(b) * curve.countAt(b);
+    counts[i]! += curve.countAt(b);
   }
   if (counts.some((c) => c === 0)) return null;
   return sums.map((x, i) => x / counts[i]!);

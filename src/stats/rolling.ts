@@ -373,26 +373,44 @@ export interface CurveJSON {
   buckets: CurveBucket[];
 }
 
+/** A bucket's numbers in Curve's store, FIELDS numbers a bucket. */
+const FIRST = 0;
+const LAST = 1;
+const COUNT = 2;
+const MEAN = 3;
+const M2 = 4;
+const MIN = 5;
+const MAX = 6;
+const FIELDS = 7;
+/** Buckets a curve holds room for at first; the room doubles up to its size. */
+const FIRST_ROOM = 8;
+
 /**
  * A whole round's series in at most `size` buckets of `per` points each. When the buckets are
  * full, neighbours merge pairwise and `per` doubles: memory stays fixed however long the round.
+ *
+ * The buckets are numbers in one typed array, not objects: a daemon following young runs opens a
+ * bucket per value, and each bucket object lived until the next halving, long enough to reach
+ * V8's old generation (what its major collections then walked, on every core). m2, min and max are
+ * NaN where a state saved before they were kept lacks them (values are finite, so NaN is free).
  */
 export class Curve {
-  private buckets: CurveBucket[] = [];
+  private store: Float64Array;
+  private count = 0;
   private per = 1;
 
   constructor(readonly size = 128) {
     if (size < 2 || size % 2 !== 0) throw new RangeError('curve size must be even and at least 2');
+    this.store = new Float64Array(Math.min(size, FIRST_ROOM) * FIELDS);
   }
 
   push(step: number, value: number): void {
-    let last = this.buckets[this.buckets.length - 1];
-    if (last === undefined || last.n >= this.per) {
-      if (this.buckets.length >= this.size) this.halve();
-      last = { firstStep: step, lastStep: step, n: 0, mean: 0, m2: 0, min: value, max: value };
-      this.buckets.push(last);
+    let at = (this.count - 1) * FIELDS;
+    if (this.count === 0 || this.store[at + COUNT]! >= this.per) {
+      if (this.count >= this.size) this.halve();
+      at = this.open(step, value, value);
     }
-    addTo(last, step, value);
+    this.addAt(at, step, value);
   }
 
   /**
@@ -403,81 +421,141 @@ export class Curve {
    * not be taken back: they are older than the points known, in a bucket that straddles `step`.
    */
   dropFrom(step: number, points: { steps: readonly number[]; values: readonly number[] }): boolean {
-    while (this.buckets.length > 0 && this.buckets[this.buckets.length - 1]!.firstStep >= step) this.buckets.pop();
-    const b = this.buckets[this.buckets.length - 1];
-    if (b === undefined || b.lastStep < step) return true;
+    const s = this.store;
+    while (this.count > 0 && s[(this.count - 1) * FIELDS + FIRST]! >= step) this.count--;
+    if (this.count === 0) return true;
+    const at = (this.count - 1) * FIELDS;
+    if (s[at + LAST]! < step) return true;
     const { steps, values } = points;
-    if (steps.length > 0 && steps[0]! <= b.firstStep) {
-      const fresh: CurveBucket = { firstStep: b.firstStep, lastStep: b.firstStep, n: 0, mean: 0, m2: 0, min: Infinity, max: -Infinity };
-      for (let i = 0; i < steps.length && steps[i]! < step; i++) if (steps[i]! >= b.firstStep) addTo(fresh, steps[i]!, values[i]!);
-      if (fresh.n === 0) this.buckets.pop();
-      else Object.assign(b, fresh);
+    const first = s[at + FIRST]!;
+    if (steps.length > 0 && steps[0]! <= first) {
+      // Rebuilt from the points, least and greatest included.
+      this.count--;
+      let rebuilt = -1;
+      for (let i = 0; i < steps.length && steps[i]! < step; i++) {
+        if (steps[i]! < first) continue;
+        if (rebuilt === -1) rebuilt = this.open(first, Infinity, -Infinity);
+        this.addAt(rebuilt, steps[i]!, values[i]!);
+      }
       return true;
     }
     // The bucket began before the points known: take out the values known; its least and
     // greatest stay as they were.
-    let lastKept = b.firstStep;
+    let lastKept = first;
     for (let i = 0; i < steps.length; i++) {
-      const s = steps[i]!;
-      if (s < step) lastKept = s;
-      else if (s <= b.lastStep && b.n > 1) {
+      const st = steps[i]!;
+      if (st < step) lastKept = st;
+      else if (st <= s[at + LAST]! && s[at + COUNT]! > 1) {
         const x = values[i]!;
-        const mean = (b.mean * b.n - x) / (b.n - 1);
-        b.m2 = Math.max(0, (b.m2 ?? 0) - (x - mean) * (x - b.mean));
-        b.mean = mean;
-        b.n--;
+        const n = s[at + COUNT]!;
+        const old = s[at + MEAN]!;
+        const mean = (old * n - x) / (n - 1);
+        s[at + M2] = Math.max(0, orZero(s[at + M2]!) - (x - mean) * (x - old));
+        s[at + MEAN] = mean;
+        s[at + COUNT] = n - 1;
       }
     }
-    b.lastStep = lastKept;
+    s[at + LAST] = lastKept;
     return steps.length > 0 && steps[0]! <= step;
   }
 
   /** Count, mean, spread, least and greatest of every value in the curve, as one RunningStats. */
   total(): { n: number; mean: number; m2: number; min: number | null; max: number | null } {
-    const { n, mean, m2 } = this.combined(0, this.buckets.length - 1);
-    let min: number | null = Infinity;
-    let max: number | null = -Infinity;
-    for (const b of this.buckets) {
-      min = b.min === undefined || min === null ? null : Math.min(min, b.min);
-      max = b.max === undefined || max === null ? null : Math.max(max, b.max);
+    const { n, mean, m2 } = this.combined(0, this.count - 1);
+    let min = Infinity;
+    let max = -Infinity;
+    // NaN (a bucket without them) carries through Math.min and Math.max: then unknown.
+    for (let at = 0; at < this.count * FIELDS; at += FIELDS) {
+      min = Math.min(min, this.store[at + MIN]!);
+      max = Math.max(max, this.store[at + MAX]!);
     }
-    return { n, mean, m2, min: n === 0 ? null : min, max: n === 0 ? null : max };
+    return { n, mean, m2, min: n === 0 || Number.isNaN(min) ? null : min, max: n === 0 || Number.isNaN(max) ? null : max };
   }
 
   /** Count, mean and sum of squared deviations of buckets `from`..`to`, combined exactly (Chan et al.). */
   private combined(from: number, to: number): { n: number; mean: number; m2: number } {
+    const s = this.store;
     let n = 0;
     let mean = 0;
     let m2 = 0;
-    for (let j = from; j <= to; j++) {
-      const b = this.buckets[j]!;
-      const total = n + b.n;
-      const d = b.mean - mean;
-      mean += (d * b.n) / total;
-      m2 += (b.m2 ?? 0) + (d * d * n * b.n) / total;
+    for (let at = from * FIELDS; at <= to * FIELDS; at += FIELDS) {
+      const bn = s[at + COUNT]!;
+      const total = n + bn;
+      const d = s[at + MEAN]! - mean;
+      mean += (d * bn) / total;
+      m2 += orZero(s[at + M2]!) + (d * d * n * bn) / total;
       n = total;
     }
     return { n, mean, m2 };
   }
 
+  /** Opens a bucket after the last, empty, at `step`; its offset in the store. */
+  private open(step: number, min: number, max: number): number {
+    if ((this.count + 1) * FIELDS > this.store.length) this.grow(this.count + 1);
+    const at = this.count * FIELDS;
+    const s = this.store;
+    s[at + FIRST] = step;
+    s[at + LAST] = step;
+    s[at + COUNT] = 0;
+    s[at + MEAN] = 0;
+    s[at + M2] = 0;
+    s[at + MIN] = min;
+    s[at + MAX] = max;
+    this.count++;
+    return at;
+  }
+
+  /** Room for at least `buckets` buckets (doubling, up to the size unless more are asked for). */
+  private grow(buckets: number): void {
+    let room = this.store.length / FIELDS;
+    while (room < buckets) room = Math.max(buckets, Math.min(this.size, room * 2));
+    const store = new Float64Array(room * FIELDS);
+    store.set(this.store.subarray(0, this.count * FIELDS));
+    this.store = store;
+  }
+
+  /** One more value into the bucket at `at` (Welford). */
+  private addAt(at: number, step: number, value: number): void {
+    const s = this.store;
+    const n = s[at + COUNT]! + 1;
+    s[at + COUNT] = n;
+    const d = value - s[at + MEAN]!;
+    const mean = s[at + MEAN]! + d / n;
+    s[at + MEAN] = mean;
+    s[at + M2] = orZero(s[at + M2]!) + d * (value - mean);
+    // NaN (unknown) stays NaN: a comparison with it is false.
+    if (value < s[at + MIN]!) s[at + MIN] = value;
+    if (value > s[at + MAX]!) s[at + MAX] = value;
+    s[at + LAST] = step;
+  }
+
   private halve(): void {
-    const merged: CurveBucket[] = [];
-    for (let i = 0; i < this.buckets.length; i += 2) {
-      const a = this.buckets[i]!;
-      const b = this.buckets[i + 1];
-      if (b === undefined) {
-        merged.push(a);
+    const s = this.store;
+    let out = 0;
+    for (let i = 0; i < this.count; i += 2, out += FIELDS) {
+      const a = i * FIELDS;
+      if (i + 1 === this.count) {
+        if (out !== a) s.copyWithin(out, a, a + FIELDS);
         continue;
       }
-      const n = a.n + b.n;
-      const d = b.mean - a.mean;
-      const m2 = (a.m2 ?? 0) + (b.m2 ?? 0) + (d * d * a.n * b.n) / n;
-      const pair: CurveBucket = { firstStep: a.firstStep, lastStep: b.lastStep, n, mean: a.mean + (d * b.n) / n, m2 };
-      if (a.min !== undefined && b.min !== undefined) pair.min = Math.min(a.min, b.min);
-      if (a.max !== undefined && b.max !== undefined) pair.max = Math.max(a.max, b.max);
-      merged.push(pair);
+      const b = a + FIELDS;
+      const na = s[a + COUNT]!;
+      const nb = s[b + COUNT]!;
+      const n = na + nb;
+      const d = s[b + MEAN]! - s[a + MEAN]!;
+      const m2 = orZero(s[a + M2]!) + orZero(s[b + M2]!) + (d * d * na * nb) / n;
+      const mean = s[a + MEAN]! + (d * nb) / n;
+      const min = Math.min(s[a + MIN]!, s[b + MIN]!);
+      const max = Math.max(s[a + MAX]!, s[b + MAX]!);
+      s[out + FIRST] = s[a + FIRST]!;
+      s[out + LAST] = s[b + LAST]!;
+      s[out + COUNT] = n;
+      s[out + MEAN] = mean;
+      s[out + M2] = m2;
+      s[out + MIN] = min;
+      s[out + MAX] = max;
     }
-    this.buckets = merged;
+    this.count = out / FIELDS;
     this.per *= 2;
   }
 
@@ -488,7 +566,7 @@ export class Curve {
   rolling(width: number): { mean: number[]; sd: number[] } {
     const mean: number[] = [];
     const sd: number[] = [];
-    for (let i = 0; i < this.buckets.length; i++) {
+    for (let i = 0; i < this.count; i++) {
       const c = this.combined(Math.max(0, i - width + 1), i);
       mean.push(c.mean);
       sd.push(c.n > 1 ? Math.sqrt(c.m2 / (c.n - 1)) : 0);
@@ -501,56 +579,80 @@ export class Curve {
    * last step they cover; null while the curve holds fewer.
    */
   headMean(points: number): { mean: number; n: number; lastStep: number } | null {
+    const s = this.store;
     let n = 0;
     let sum = 0;
-    for (const b of this.buckets) {
-      n += b.n;
-      sum += b.mean * b.n;
-      if (n >= points) return { mean: sum / n, n, lastStep: b.lastStep };
+    for (let at = 0; at < this.count * FIELDS; at += FIELDS) {
+      n += s[at + COUNT]!;
+      sum += s[at + MEAN]! * s[at + COUNT]!;
+      if (n >= points) return { mean: sum / n, n, lastStep: s[at + LAST]! };
     }
     return null;
   }
 
   /** The step of the first value; null when empty. */
   get firstStep(): number | null {
-    return this.buckets[0]?.firstStep ?? null;
+    return this.count === 0 ? null : this.store[FIRST]!;
   }
 
   /** Bucket means, oldest first. */
   means(): number[] {
-    return this.buckets.map((b) => b.mean);
+    const out = new Array<number>(this.count);
+    for (let i = 0; i < this.count; i++) out[i] = this.store[i * FIELDS + MEAN]!;
+    return out;
   }
 
   get length(): number {
-    return this.buckets.length;
+    return this.count;
   }
 
-  /** The buckets as they are, oldest first, to read without a copy. */
-  get bucketsRead(): readonly Readonly<CurveBucket>[] {
-    return this.buckets;
+  /** Bucket `i` (oldest first): its first and last step, count and mean, read without a copy of the curve. */
+  firstStepAt(i: number): number {
+    return this.store[i * FIELDS + FIRST]!;
+  }
+
+  lastStepAt(i: number): number {
+    return this.store[i * FIELDS + LAST]!;
+  }
+
+  countAt(i: number): number {
+    return this.store[i * FIELDS + COUNT]!;
+  }
+
+  meanAt(i: number): number {
+    return this.store[i * FIELDS + MEAN]!;
   }
 
   toJSON(): CurveJSON {
-    return { size: this.size, per: this.per, buckets: this.buckets.map((b) => ({ ...b })) };
+    const buckets: CurveBucket[] = [];
+    const s = this.store;
+    for (let at = 0; at < this.count * FIELDS; at += FIELDS) {
+      const b: CurveBucket = { firstStep: s[at + FIRST]!, lastStep: s[at + LAST]!, n: s[at + COUNT]!, mean: s[at + MEAN]! };
+      if (!Number.isNaN(s[at + M2]!)) b.m2 = s[at + M2]!;
+      if (!Number.isNaN(s[at + MIN]!)) b.min = s[at + MIN]!;
+      if (!Number.isNaN(s[at + MAX]!)) b.max = s[at + MAX]!;
+      buckets.push(b);
+    }
+    return { size: this.size, per: this.per, buckets };
   }
 
   static from(j: CurveJSON): Curve {
     const c = new Curve(j.size);
     c.per = j.per;
-    c.buckets = j.buckets.map((b) => ({ ...b }));
+    for (const b of j.buckets) {
+      const at = c.open(b.firstStep, b.min ?? NaN, b.max ?? NaN);
+      c.store[at + LAST] = b.lastStep;
+      c.store[at + COUNT] = b.n;
+      c.store[at + MEAN] = b.mean;
+      c.store[at + M2] = b.m2 ?? NaN;
+    }
     return c;
   }
 }
 
-/** One more value into a curve bucket (Welford). */
-function addTo(b: CurveBucket, step: number, value: number): void {
-  b.n++;
-  const d = value - b.mean;
-  b.mean += d / b.n;
-  b.m2 = (b.m2 ?? 0) + d * (value - b.mean);
-  if (b.min !== undefined && value < b.min) b.min = value;
-  if (b.max !== undefined && value > b.max) b.max = value;
-  b.lastStep = step;
+/** m2 as a sum: 0 where a saved state lacked it (NaN). */
+function orZero(x: number): number {
+  return Number.isNaN(x) ? 0 : x;
 }
 
 /** Averages consecutive values down to at most `width` points. */
