@@ -31,6 +31,8 @@ const watch = z
     checkpoint_interval: boundedDuration('100ms', '1h').default('30s'),
     /** How often every file is re-checked (a missed event) and time-based detectors (stale-run) run. */
     sweep_interval: boundedDuration('100ms').default('30s'),
+    /** Least time between two reads of one file: the writes of a faster writer are read together. */
+    read_spacing: boundedDuration('0s', '10s').default('250ms'),
     /**
      * A run that writes nothing for this long is judged once with everything read, as analyze judges
      * a finished run: verdicts that wait for a second evaluation fire or resolve then.
@@ -49,6 +51,7 @@ const watch = z
     statusIntervalMs: ms(w.status_interval),
     checkpointIntervalMs: ms(w.checkpoint_interval),
     sweepIntervalMs: ms(w.sweep_interval),
+    readSpacingMs: ms(w.read_spacing),
     settleAfterMs: ms(w.settle_after),
     reach: { follow: w.follow_symlinks, maxFiles: w.max_files, maxFolders: w.max_folders } satisfies ReachOptions,
   }));

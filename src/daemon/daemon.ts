@@ -181,6 +181,7 @@ export class Daemon {
         if (st?.isFile() === true) this.onEvent('add', file);
       },
       now: this.now,
+      spacingMs: opts.config.watch.readSpacingMs,
     });
     this.saver = new StateSaver({
       file: this.layout.state,

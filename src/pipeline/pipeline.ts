@@ -564,11 +564,21 @@ export class Pipeline {
     if (src.input.stepClock === true) {
       const run = src.place.run;
       await this.followOnDisk(run, (f) => inputOf(f.kind).samples === true && f.place.run === run && f.place.role === src.place.role);
-      const samples = [...this.sources.values()].filter(
-        (s) => s.input.samples === true && s.place.run === src.place.run && s.place.role === src.place.role,
-      );
-      for (const s of samples) await this.drain(s.file);
+      await this.readSamplesOf(src);
     }
+  }
+
+  /**
+   * The debug logs of a log of timed steps' role, read to their end: a step's samples are written
+   * before its row (runs/debug-steps.ts), so they are read before the rows at every read, not only
+   * the first, and a debug log whose read waits (watch.read_spacing, an event behind the row's)
+   * never leaves a row without its samples.
+   */
+  private async readSamplesOf(src: FileSource): Promise<void> {
+    const samples = [...this.sources.values()].filter(
+      (s) => s.input.samples === true && s.place.run === src.place.run && s.place.role === src.place.role,
+    );
+    for (const s of samples) await this.drain(s.file);
   }
 
   /**
@@ -596,7 +606,9 @@ export class Pipeline {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
     // Opened first: that finds the round's other files on disk, so they are merged from the start.
-    await this.open(src);
+    if (this.opened.has(src)) {
+      if (src.input.stepClock === true) await this.readSamplesOf(src);
+    } else await this.open(src);
     // A round's second file can appear a moment after its first was read (a trainer opens its log
     // and writes its first metrics elsewhere): while a file alone in its round is young, each read
     // looks for the others, so they are merged from their first step whatever the watcher's delay.
