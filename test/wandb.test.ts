@@ -9,8 +9,12 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  DecodedRows,
+  decodeRows,
   decodeWandbRecord,
   jsonNumberAt,
+  KeyCache,
+  NOT_TRIED,
   WANDB_FRAMING,
   WandbParser,
   wandbRecords,
@@ -20,7 +24,7 @@ import {
 } from '../src/parsers/wandb-log.js';
 import type { ParsedRecord } from '../src/parsers/types.js';
 import { readDecoded } from '../src/sources/decode-ahead.js';
-import { RecordTailer } from '../src/sources/record-tailer.js';
+import { nextShare, RecordTailer } from '../src/sources/record-tailer.js';
 import { DEFAULTS } from './helpers/defaults.js';
 import { placeWandbRuns } from '../src/sources/runs.js';
 import { RunState, type RunJSON } from '../src/runs/run.js';
@@ -561,4 +565,55 @@ test('a backlog decoded ahead on the decode thread gives what the reading thread
   assert.ok(steps.length > 15_900 && steps.includes(31_998), 'rows after define_metric are at the declared step');
   // A part the decode thread cannot read (no such file open) is the caller's to read: null, not an error.
   assert.equal(await readDecoded('wandb', WANDB_FRAMING.ahead!, 2 ** 30, 1 << 20, 0), null);
+});
+
+test('rows the decode thread leaves past its share are decoded by the parser: any share gives what the parser gives alone', () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'run-share.wandb');
+  const w = new WandbWriter(file);
+  w.append(runRecord({ project: 'p', name: 'r', id: 'share', start: 1_790_000_000_000, config: {} }));
+  for (let s = 1; s <= 400; s++) {
+    const values: Record<string, number | string | object> = { 'critic/score/mean': Math.sin(s), 'actor/entropy': 1 / s, 'a/b/c': s };
+    if (s % 7 === 0) values['note'] = 'a string';
+    if (s % 13 === 0) values['hist'] = { _type: 'histogram', values: [1, 2], bins: [0, 1, 2] };
+    if (s === 300) w.append(metricRecord('*', 'train/global_step'));
+    if (s >= 300) values['train/global_step'] = s * 2;
+    if (s % 50 === 0) w.append(statsRecord(1_790_000_000_000 + s * 1000, 100));
+    w.append(historyRecord(s, values, 1_790_000_000 + s));
+  }
+  w.append(exitRecord(0));
+  w.finish();
+  const records = wandbRecords(readFileSync(file), 0).records;
+  const parse = (share: number | null): string => {
+    const parser = new WandbParser(DEFAULTS.parser);
+    if (share === null) return JSON.stringify(parser.records(records));
+    // What the decode thread would hand over, with a cache of its own (its key ids are its own).
+    const keys = new KeyCache();
+    const rows = decodeRows(records, keys, share);
+    const upTo = Math.ceil(share * records.length);
+    assert.ok(
+      rows.from.slice(upTo).every((f) => f === NOT_TRIED),
+      `share ${share}: the rest is left to the parser`,
+    );
+    assert.ok(
+      rows.from.slice(0, upTo).every((f) => f !== NOT_TRIED),
+      `share ${share}: the first ${upTo} records are tried`,
+    );
+    return JSON.stringify(parser.records(records, new DecodedRows(keys.strs, rows.ids, rows.vals, rows.from, rows.to)));
+  };
+  const alone = parse(null);
+  assert.ok(alone.includes('"step":800') && alone.includes('"kind":"finished"'), 'rows at the declared step, and the exit');
+  for (const share of [0, 1 / 16, 0.5, 0.9, 1]) assert.equal(parse(share), alone, `share ${share}`);
+});
+
+test('the decode thread takes a step less of a part each time the reading thread waited for one, a step more when it did not', () => {
+  let share = 1;
+  share = nextShare(share, false);
+  assert.equal(share, 1, 'never above the whole part');
+  for (let i = 0; i < 4; i++) share = nextShare(share, true);
+  assert.equal(share, 0.75);
+  share = nextShare(share, false);
+  assert.equal(share, 0.8125);
+  for (let i = 0; i < 40; i++) share = nextShare(share, true);
+  assert.equal(share, 0, 'never below none of it');
 });

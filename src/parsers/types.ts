@@ -276,8 +276,11 @@ export interface Framing {
  * parser, its results in arrays that move between threads without a copy.
  */
 export interface AheadFraming {
-  /** On the decode thread: split(buf, at), and the decoding done of its records (ArrayBuffers in `transfer`). */
-  decode(buf: Buffer, at: number): { frames: Frames; decoded: unknown; transfer: ArrayBuffer[] };
+  /**
+   * On the decode thread: split(buf, at), and the decoding done of the first `share` (0 to 1) of
+   * its records (ArrayBuffers in `transfer`); the rest are left to the parser on the reading thread.
+   */
+  decode(buf: Buffer, at: number, share: number): { frames: Frames; decoded: unknown; transfer: ArrayBuffer[] };
   /**
    * On the reading thread, for every part decode() did, in the order it did them (a dropped part
    * too): the decoding as RecordParser.records takes it beside the records.

@@ -670,10 +670,13 @@ export function decodeRow(b: Uint8Array, keys: KeyCache, items: RowItems): boole
   return true;
 }
 
+/** DecodedRows.from of a record left for the reading thread to decode (past the decode thread's share). */
+export const NOT_TRIED = -2;
+
 /**
  * The rows of a part of a run file decoded ahead (decodeRow on another thread): record r of the
- * part is items [from[r], to[r]) of ids and vals, or from[r] = -1 when decodeRow did not read it.
- * `strs` holds the keys by id.
+ * part is items [from[r], to[r]) of ids and vals; from[r] = -1 when decodeRow did not read it,
+ * NOT_TRIED when it was left to the reading thread. `strs` holds the keys by id.
  */
 export class DecodedRows {
   constructor(
@@ -685,19 +688,48 @@ export class DecodedRows {
   ) {}
 }
 
+/** The decoding of a part's records, as the decode thread hands it over. */
+export interface AheadRows {
+  /** Keys the decode thread met first in this part, in the order of their ids. */
+  keys: string[];
+  ids: Int32Array<ArrayBuffer>;
+  vals: Float64Array<ArrayBuffer>;
+  from: Int32Array<ArrayBuffer>;
+  to: Int32Array<ArrayBuffer>;
+}
+
+/**
+ * The first `share` (0 to 1) of `records` decoded by decodeRow with `keys`, the rest NOT_TRIED:
+ * the decode thread's work on a part, the rest the reading thread's (see RecordTailer's share).
+ */
+export function decodeRows(records: readonly Uint8Array[], keys: KeyCache, share: number): AheadRows {
+  const known = keys.strs.length;
+  const items = new RowItems();
+  const n = records.length;
+  const upTo = Math.min(n, Math.ceil(share * n));
+  const from = new Int32Array(n);
+  const to = new Int32Array(n);
+  for (let r = 0; r < n; r++) {
+    const start = items.n;
+    let ok = false;
+    if (r < upTo) {
+      try {
+        ok = decodeRow(records[r]!, keys, items);
+      } catch {
+        // Not a row decodeRow reads: the parser's general path decides.
+      }
+    }
+    if (!ok) items.n = start;
+    from[r] = ok ? start : r < upTo ? -1 : NOT_TRIED;
+    to[r] = items.n;
+  }
+  return { keys: keys.strs.slice(known), ids: items.ids.slice(0, items.n), vals: items.vals.slice(0, items.n), from, to };
+}
+
 /** The decode thread's keys (one cache a thread, kept from part to part and file to file). */
 let aheadKeys: KeyCache | null = null;
 /** On the reading thread: the decode thread's keys by id, as its parts arrive (see AheadFraming.receive). */
 const aheadStrs: string[] = [];
-
-interface AheadRows {
-  /** Keys the decode thread met first in this part, in the order of their ids. */
-  keys: string[];
-  ids: Int32Array;
-  vals: Float64Array;
-  from: Int32Array;
-  to: Int32Array;
-}
 
 /** The framing as the record tailer uses it, and ahead: history rows decoded on the decode thread. */
 export const WANDB_FRAMING: Framing = {
@@ -707,30 +739,10 @@ export const WANDB_FRAMING: Framing = {
   },
   minBytes: CHUNK_HEADER,
   ahead: {
-    decode(buf, at) {
+    decode(buf, at, share) {
       const frames = WANDB_FRAMING.split(buf, at);
-      const keys = (aheadKeys ??= new KeyCache());
-      const known = keys.strs.length;
-      const items = new RowItems();
-      const n = frames.records.length;
-      const from = new Int32Array(n);
-      const to = new Int32Array(n);
-      for (let r = 0; r < n; r++) {
-        const start = items.n;
-        let ok = false;
-        try {
-          ok = decodeRow(frames.records[r]!, keys, items);
-        } catch {
-          // Not a row decodeRow reads: the parser's general path decides.
-        }
-        if (!ok) items.n = start;
-        from[r] = ok ? start : -1;
-        to[r] = items.n;
-      }
-      const ids = items.ids.slice(0, items.n);
-      const vals = items.vals.slice(0, items.n);
-      const decoded: AheadRows = { keys: keys.strs.slice(known), ids, vals, from, to };
-      return { frames, decoded, transfer: [ids.buffer, vals.buffer, from.buffer, to.buffer] };
+      const decoded = decodeRows(frames.records, (aheadKeys ??= new KeyCache()), share);
+      return { frames, decoded, transfer: [decoded.ids.buffer, decoded.vals.buffer, decoded.from.buffer, decoded.to.buffer] };
     },
     receive(decoded) {
       const d = decoded as AheadRows;
@@ -847,11 +859,11 @@ export class WandbParser implements RecordParser {
   private rowItems = -1;
   private rowUnique = true;
 
-  /** Record r of a read as a row: decoded ahead (a record decodeRow did not read there is not tried again), or by decodeRow here. */
+  /** Record r of a read as a row: decoded ahead (a record decodeRow did not read there is not tried again), or by decodeRow here (past the decode thread's share, or not read ahead). */
   private fastRow(b: Uint8Array, r: number, decoded: DecodedRows | null, out: ParsedRecord[]): boolean {
     if (decoded !== null) {
       const from = decoded.from[r]!;
-      return from >= 0 && this.rowRecord(decoded.strs, decoded.ids, decoded.vals, from, decoded.to[r]!, out);
+      if (from !== NOT_TRIED) return from >= 0 && this.rowRecord(decoded.strs, decoded.ids, decoded.vals, from, decoded.to[r]!, out);
     }
     const items = this.items;
     items.n = 0;

@@ -17,13 +17,17 @@ import { Worker } from 'node:worker_threads';
 import type { FileKind } from '../parsers/index.js';
 import type { AheadFraming, Frames } from '../parsers/types.js';
 
-/** A part handed to the decode thread: `want` bytes from byte `at` of the file open as `fd` (the thread reads them). */
+/**
+ * A part handed to the decode thread: `want` bytes from byte `at` of the file open as `fd` (the
+ * thread reads them); it decodes the first `share` (0 to 1) of the part's records.
+ */
 export interface AheadRequest {
   id: number;
   kind: FileKind;
   fd: number;
   want: number;
   at: number;
+  share: number;
 }
 
 /**
@@ -69,10 +73,10 @@ class DecodeThread {
     this.worker.unref();
   }
 
-  split(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number): Promise<AheadFrames | null> {
+  split(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number, share: number): Promise<AheadFrames | null> {
     if (this.failed) return Promise.resolve(null);
     const id = this.next++;
-    const req: AheadRequest = { id, kind, fd, want, at };
+    const req: AheadRequest = { id, kind, fd, want, at, share };
     return new Promise((done) => {
       this.waiting.set(id, { ahead, done });
       // Waited for: the process stays up until the part is back.
@@ -117,11 +121,18 @@ let thread: DecodeThread | null = null;
 
 /**
  * Up to `want` bytes from byte `at` of the file open as `fd` (of kind `kind`), read, split and
- * decoded on the decode thread; null when that thread is not there or the read failed (then the
- * caller reads). The caller keeps `fd` open until this settles.
+ * the first `share` of its records decoded on the decode thread; null when that thread is not
+ * there or the read failed (then the caller reads). The caller keeps `fd` open until this settles.
  */
-export function readDecoded(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number): Promise<AheadFrames | null> {
-  return startDecodeThread()?.split(kind, ahead, fd, want, at) ?? Promise.resolve(null);
+export function readDecoded(
+  kind: FileKind,
+  ahead: AheadFraming,
+  fd: number,
+  want: number,
+  at: number,
+  share = 1,
+): Promise<AheadFrames | null> {
+  return startDecodeThread()?.split(kind, ahead, fd, want, at, share) ?? Promise.resolve(null);
 }
 
 /** The decode thread, started now if it was not (it loads its modules while the reading thread goes on); null when it cannot start. */

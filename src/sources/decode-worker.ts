@@ -30,7 +30,7 @@ if (port !== null) {
       port.postMessage(failed);
       return;
     }
-    const { frames, decoded, transfer } = inputOf(m.kind).framing!.ahead!.decode(buf.subarray(0, got), m.at);
+    const { frames, decoded, transfer } = inputOf(m.kind).framing!.ahead!.decode(buf.subarray(0, got), m.at, m.share);
     // Records are views into the part, but one of several chunks is a copy: its bytes go along.
     const spans = new Int32Array(frames.records.length * 2);
     const extras: Uint8Array[] = [];

@@ -37,6 +37,20 @@ const AHEAD_BUDGET = 2 << 20;
 const AHEAD_FROM = 32 << 20;
 /** Reads ahead held at once over every tailer (a part each): see RecordTailer.read. */
 const MAX_AHEAD = 2;
+/** How far the decode thread's share of a part's decoding moves a part (see nextShare). */
+const SHARE_STEP = 1 / 16;
+
+/**
+ * The decode thread's share of the next part's decoding (the first records of the part; the
+ * reading thread's parser decodes the rest as it hands them over). A part the reading thread had
+ * to wait for means the decode thread has more than its half of the work: the share goes down a
+ * step; a part that was ready goes up a step. The two threads' work (the statistics and detectors
+ * on one, the reading, CRCs and decoding on the other) differs from run to run and machine to
+ * machine, and while the compiler is still warming up: neither thread idles for long either way.
+ */
+export function nextShare(share: number, waited: boolean): number {
+  return Math.min(1, Math.max(0, share + (waited ? -SHARE_STEP : SHARE_STEP)));
+}
 
 /** The next part of a file, read while the part before it was handed over. */
 interface Ahead {
@@ -46,6 +60,10 @@ interface Ahead {
   want: number;
   /** The bytes read, and their frames when the decode thread split them (the bytes are then the frames'). */
   result: Promise<{ buf: Buffer; got: number; frames: Frames | null } | null>;
+  /** Whether `result` has settled. */
+  ready: boolean;
+  /** Read and split on the decode thread (else by the thread pool). */
+  decoded: boolean;
 }
 
 /** Where a read's frames go: their data, the frames whose data CRC failed, Frames.ahead. */
@@ -56,6 +74,8 @@ export class RecordTailer {
   private ahead: Ahead | null = null;
   /** Reading a backlog of at least AHEAD_FROM bytes with the decode thread, in AHEAD_BUDGET parts. */
   private decoding = false;
+  /** The decode thread's share of a part's decoding (nextShare). */
+  private share = 1;
   /** The tailers holding a read ahead, oldest first: a new one past MAX_AHEAD drops the oldest. */
   private static readonly holding = new Set<RecordTailer>();
 
@@ -163,15 +183,22 @@ export class RecordTailer {
       holding.delete(oldest);
     }
     const ahead = this.framing.ahead;
+    const decoded = this.decoding && ahead !== undefined && this.kind !== null;
     let result: Ahead['result'];
-    if (this.decoding && ahead !== undefined && this.kind !== null) {
+    if (decoded) {
       // Read, split and decoded on the decode thread; read here when it cannot.
-      result = readDecoded(this.kind, ahead, fh.fd, want, offset).then((f) =>
+      result = readDecoded(this.kind, ahead, fh.fd, want, offset, this.share).then((f) =>
         f === null ? this.readBytes(fh, want, offset) : { buf: f.buf, got: f.got, frames: f },
       );
     } else result = this.readBytes(fh, want, offset);
-    void result.then(() => fh.close()).catch(() => undefined);
-    this.ahead = { offset, dev: st.dev, ino: st.ino, want, result };
+    const a: Ahead = { offset, dev: st.dev, ino: st.ino, want, result, ready: false, decoded };
+    void result
+      .then(() => {
+        a.ready = true;
+        return fh.close();
+      })
+      .catch(() => undefined);
+    this.ahead = a;
     holding.add(this);
   }
 
@@ -193,6 +220,7 @@ export class RecordTailer {
     if (a === null) return null;
     this.ahead = null;
     RecordTailer.holding.delete(this);
+    if (a.decoded) this.share = nextShare(this.share, !a.ready);
     const r = await a.result;
     if (r === null || a.offset !== offset || a.dev !== st.dev || a.ino !== st.ino || offset + r.got > st.size) return null;
     return { ...r, want: a.want };
