@@ -15,6 +15,7 @@ import { tempDir } from './helpers/fs.js';
 import { RUN_SETTINGS, writeRun } from './helpers/run.js';
 import { firstDiff } from './helpers/diff.js';
 import { writeAtomic } from '../src/state/atomic.js';
+import { Curve, type CurveColumns } from '../src/stats/rolling.js';
 import { DEFAULTS } from './helpers/defaults.js';
 
 const opts = () => ({
@@ -139,7 +140,18 @@ describe('pipeline', () => {
 
   test('a state written in pieces reads back whole: pieces across the write buffer, larger than it, multi-byte', async () => {
     const file = path.join(tempDir(), 'state.json');
-    const pieces = ['a'.repeat((1 << 20) - 3), 'é€', 'ü', 'x'.repeat(3 << 20), '"ü€"', '', 'z'];
+    const pieces = [
+      'a'.repeat((1 << 20) - 3),
+      'é€',
+      'ü',
+      'x'.repeat(3 << 20),
+      '"ü€"',
+      '',
+      'z',
+      '😀'.repeat(200_000),
+      'b'.repeat(349_000),
+      '€',
+    ];
     await writeAtomic(file, pieces);
     assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
     await writeAtomic(file, ['{}']);
@@ -179,6 +191,20 @@ describe('pipeline', () => {
     };
     // A real state fits whole.
     assert.deepEqual(fit(saved).parts, []);
+    // A state saved before curves were columns (an object a bucket) fits whole and gives the same state.
+    const before = JSON.parse(JSON.stringify(saved)) as ReadState;
+    for (const run of before.runs)
+      for (const r of run.rounds)
+        for (const s of Object.values(r.series)) s.curve = { size: s.curve.size, per: s.curve.per, buckets: Curve.from(s.curve).buckets() };
+    assert.ok(JSON.stringify(before).includes('"buckets":[{"firstStep"'));
+    assert.deepEqual(fit(before).parts, []);
+    const restored = (state: ReadState): unknown => new Pipeline(opts(), state).state().runs;
+    assert.deepEqual(restored(fit(before).state!), restored(fit(saved).state!));
+    // Columns of different lengths: that run is set aside.
+    const ragged = JSON.parse(JSON.stringify(saved)) as ReadState;
+    const curve = Object.values(ragged.runs[0]!.rounds[0]!.series)[0]!.curve as CurveColumns;
+    curve.mean.pop();
+    assert.deepEqual(fit(ragged).parts, ['runs[0]']);
     // A run whose rounds are not a list: it and its files' checkpoints go, the other run stays.
     const broken = JSON.parse(JSON.stringify(saved)) as ReadState;
     const at = broken.runs.findIndex((r) => r.id === dirs[0]);

@@ -127,15 +127,15 @@ interface CurveJSONOut {
 function curveOf(round: RoundState, name: string): CurveJSONOut | null {
   const s = round.series.get(name);
   if (s === undefined || s.curve.length === 0) return null;
-  const j = s.curve.toJSON();
+  const buckets = s.curve.buckets();
   const roll = s.curve.rolling(BAND_BUCKETS);
   const r4 = (x: number): number => +x.toFixed(4);
   return {
-    step: j.buckets.map((b) => Math.round((b.firstStep + b.lastStep) / 2)),
-    mean: j.buckets.map((b) => r4(b.mean)),
+    step: buckets.map((b) => Math.round((b.firstStep + b.lastStep) / 2)),
+    mean: buckets.map((b) => r4(b.mean)),
     roll_mean: roll.mean.map(r4),
     roll_sd: roll.sd.map(r4),
-    points_per_bucket: j.per,
+    points_per_bucket: s.curve.pointsPerBucket,
   };
 }
 

@@ -57,21 +57,39 @@ const series = z.looseObject({
   window: z.looseObject({ size: count.min(1), values: z.array(numOrNull) }),
   ewma: z.looseObject({ alpha: num.gt(0).lte(1), n: count, mean: numOrNull, variance: numOrNull }),
   history,
-  curve: z.looseObject({
-    size: count.min(1),
-    per: count.min(1),
-    buckets: z.array(
-      z.looseObject({
-        firstStep: num,
-        lastStep: num,
-        n: count,
-        mean: numOrNull,
-        m2: numOrNull.optional(),
-        min: num.optional(),
-        max: num.optional(),
+  curve: z.union([
+    z
+      .looseObject({
+        size: count.min(1),
+        per: count.min(1),
+        firstStep: z.array(num),
+        lastStep: z.array(num),
+        n: z.array(count),
+        mean: z.array(numOrNull),
+        m2: z.array(numOrNull),
+        min: z.array(numOrNull),
+        max: z.array(numOrNull),
+      })
+      .refine((c) => [c.lastStep, c.n, c.mean, c.m2, c.min, c.max].every((a) => a.length === c.firstStep.length), {
+        message: "a curve's columns differ in length",
       }),
-    ),
-  }),
+    // States saved before the columns: an object a bucket.
+    z.looseObject({
+      size: count.min(1),
+      per: count.min(1),
+      buckets: z.array(
+        z.looseObject({
+          firstStep: num,
+          lastStep: num,
+          n: count,
+          mean: numOrNull,
+          m2: numOrNull.optional(),
+          min: num.optional(),
+          max: num.optional(),
+        }),
+      ),
+    }),
+  ]),
   nonfinite: z.looseObject({ count, firstStep: numOrNull, lastStep: numOrNull, lastValue: z.string().nullable() }),
   lastStep: numOrNull,
   lastValue: numOrNull,

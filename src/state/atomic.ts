@@ -15,18 +15,27 @@ async function writeAll(fh: fsp.FileHandle, buf: Buffer, length: number): Promis
   for (let at = 0; at < length;) at += (await fh.write(buf, at, length - at)).bytesWritten;
 }
 
-/** Writes `pieces` one after the other through one buffer: no string of the whole text is built. */
+/** UTF-8 takes at most this many bytes for a UTF-16 code unit of a string. */
+const MOST_BYTES_PER_UNIT = 3;
+
+/**
+ * Writes `pieces` one after the other through one buffer: no string of the whole text is built.
+ * A piece is encoded once, straight into the buffer, when it surely fits (three bytes a unit at
+ * most); Buffer.byteLength would read every piece once more (a 40 MB state: ~70 ms a save).
+ */
 async function writePieces(fh: fsp.FileHandle, pieces: readonly string[]): Promise<void> {
   const buf = Buffer.allocUnsafe(WRITE_BUFFER);
   let used = 0;
   for (const piece of pieces) {
-    const n = Buffer.byteLength(piece);
-    if (used + n > buf.length) {
+    const most = piece.length * MOST_BYTES_PER_UNIT;
+    if (used + most > buf.length) {
       await writeAll(fh, buf, used);
       used = 0;
     }
-    if (n > buf.length) await writeAll(fh, Buffer.from(piece), n);
-    else used += buf.write(piece, used);
+    if (most > buf.length) {
+      const bytes = Buffer.from(piece);
+      await writeAll(fh, bytes, bytes.length);
+    } else used += buf.write(piece, used);
   }
   await writeAll(fh, buf, used);
 }

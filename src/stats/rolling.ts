@@ -367,10 +367,28 @@ export interface CurveBucket {
   max?: number;
 }
 
+/** A curve as states saved it before CurveColumns: an object a bucket (still read). */
 export interface CurveJSON {
   size: number;
   per: number;
   buckets: CurveBucket[];
+}
+
+/**
+ * A curve as a state saves it: its buckets' numbers field by field (oldest first), absent ones
+ * (m2, min and max of states saved before they were kept) as null, or NaN before JSON.stringify
+ * makes them null. A third smaller than an object a bucket, and several times faster to make.
+ */
+export interface CurveColumns {
+  size: number;
+  per: number;
+  firstStep: number[];
+  lastStep: number[];
+  n: number[];
+  mean: (number | null)[];
+  m2: (number | null)[];
+  min: (number | null)[];
+  max: (number | null)[];
 }
 
 /** A bucket's numbers in Curve's store, FIELDS numbers a bucket. */
@@ -606,6 +624,11 @@ export class Curve {
     return this.count;
   }
 
+  /** Points a bucket holds (the last bucket may hold fewer). */
+  get pointsPerBucket(): number {
+    return this.per;
+  }
+
   /** Bucket `i` (oldest first): its first and last step, count and mean, read without a copy of the curve. */
   firstStepAt(i: number): number {
     return this.store[i * FIELDS + FIRST]!;
@@ -623,7 +646,8 @@ export class Curve {
     return this.store[i * FIELDS + MEAN]!;
   }
 
-  toJSON(): CurveJSON {
+  /** The buckets as objects, oldest first (m2, min and max left out where a saved state lacked them). */
+  buckets(): CurveBucket[] {
     const buckets: CurveBucket[] = [];
     const s = this.store;
     for (let at = 0; at < this.count * FIELDS; at += FIELDS) {
@@ -633,20 +657,42 @@ export class Curve {
       if (!Number.isNaN(s[at + MAX]!)) b.max = s[at + MAX]!;
       buckets.push(b);
     }
-    return { size: this.size, per: this.per, buckets };
+    return buckets;
   }
 
-  static from(j: CurveJSON): Curve {
+  toJSON(): CurveColumns {
+    const n = this.count;
+    const s = this.store;
+    const cols: number[][] = [];
+    for (let f = 0; f < FIELDS; f++) {
+      const col = new Array<number>(n);
+      for (let i = 0; i < n; i++) col[i] = s[i * FIELDS + f]!;
+      cols.push(col);
+    }
+    const [firstStep, lastStep, count, mean, m2, min, max] = cols as [number[], number[], number[], number[], number[], number[], number[]];
+    return { size: this.size, per: this.per, firstStep, lastStep, n: count, mean, m2, min, max };
+  }
+
+  /** A curve from its state, as CurveColumns or as states saved before them (CurveJSON). */
+  static from(j: CurveColumns | CurveJSON): Curve {
     const c = new Curve(j.size);
     c.per = j.per;
-    for (const b of j.buckets) {
-      const at = c.open(b.firstStep, b.min ?? NaN, b.max ?? NaN);
-      c.store[at + LAST] = b.lastStep;
-      c.store[at + COUNT] = b.n;
-      c.store[at + MEAN] = b.mean;
-      c.store[at + M2] = b.m2 ?? NaN;
+    if ('buckets' in j) {
+      for (const b of j.buckets) c.put(b.firstStep, b.lastStep, b.n, b.mean, b.m2 ?? NaN, b.min ?? NaN, b.max ?? NaN);
+      return c;
     }
+    for (let i = 0; i < j.firstStep.length; i++)
+      c.put(j.firstStep[i]!, j.lastStep[i]!, j.n[i]!, j.mean[i] ?? NaN, j.m2[i] ?? NaN, j.min[i] ?? NaN, j.max[i] ?? NaN);
     return c;
+  }
+
+  /** Appends a bucket read from a state. */
+  private put(first: number, last: number, n: number, mean: number, m2: number, min: number, max: number): void {
+    const at = this.open(first, min, max);
+    this.store[at + LAST] = last;
+    this.store[at + COUNT] = n;
+    this.store[at + MEAN] = mean;
+    this.store[at + M2] = m2;
   }
 }
 

@@ -189,7 +189,7 @@ export function buildSummary(runs: RunState[], allAlerts: AlertLine[], now: numb
         list
           .filter((r) => r.series.has(name))
           .map((r) => {
-            const buckets = r.series.get(name)!.curve.toJSON().buckets;
+            const buckets = r.series.get(name)!.curve.buckets();
             return {
               label: `round ${r.round ?? '-'}`,
               steps: buckets.map((b) => Math.round((b.firstStep + b.lastStep) / 2)),
