@@ -16,7 +16,8 @@ import {
   welch,
   welchT,
 } from '../src/stats/inference.js';
-import { rollingMedians } from '../src/detectors/levels.js';
+import { historyMedians, rollingMedians } from '../src/detectors/levels.js';
+import { History, releaseSharedPoints } from '../src/stats/rolling.js';
 import { rng } from '../src/sim/random.js';
 
 const close = (a: number, b: number, tol: number, what: string): void => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
@@ -133,6 +134,29 @@ describe('medians along a series', () => {
     for (let i = 0; i < 20_000; i++) {
       const xs = Array.from({ length: 1 + (i % 40) }, value);
       assert.ok(Object.is(median(xs), sorted(xs)), `${xs.join(',')}: ${median(xs)} vs ${sorted(xs)}`);
+    }
+  });
+
+  test("a history's rolling medians, kept from one call to the next, are those computed afresh: points pushed past the room, taken back, another window", () => {
+    const rand = rng(7);
+    for (const size of [8, 64]) {
+      const h = new History(size);
+      let step = 0;
+      let w = 5;
+      for (let i = 0; i < 3000; i++) {
+        const r = rand();
+        // Mostly a point or two between calls; now and then many, a step taken back, another w.
+        const pushes = r < 0.9 ? 1 + Math.floor(rand() * 2) : r < 0.95 ? Math.floor(rand() * 3 * size) : 0;
+        for (let k = 0; k < pushes; k++) h.push(++step, Math.round(rand() * 20) / 4 - (rand() < 0.05 ? 0 : 1));
+        if (r >= 0.95 && r < 0.98 && h.length > 2) step = h.dropFrom(step - 1).steps[0]! - 1;
+        if (r >= 0.98) w = 1 + Math.floor(rand() * 9);
+        const values = h.points().values;
+        const got = historyMedians(h, values, w);
+        const want = rollingMedians(values, w);
+        assert.equal(got.length, want.length);
+        want.forEach((x, k) => assert.ok(Object.is(got[k], x), `size ${size}, call ${i}, w=${w}, at ${k}: ${got[k]} against ${x}`));
+        releaseSharedPoints();
+      }
     }
   });
 

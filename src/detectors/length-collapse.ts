@@ -5,7 +5,7 @@
  * one: the fall is measured against the highest level of the few steps before it.
  */
 import { seriesFor } from '../runs/quantities.js';
-import { latestFall, r4, recentMedian } from './levels.js';
+import { historyMedians, latestFall, r4, recentMedian } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -33,7 +33,7 @@ export const lengthCollapse: Detector<P> = {
       const s = seriesFor(r, 'response_length');
       if (s === null || s.stats.history.length < 2 * p.window + 1) continue;
       const pts = s.stats.history.points();
-      const fall = latestFall(pts.values, p.window, p.horizon, p.drop);
+      const fall = latestFall(pts.values, p.window, p.horizon, p.drop, historyMedians(s.stats.history, pts.values, p.window));
       if (fall === null) continue;
       const now = recentMedian(s.stats, p.window)!;
       if (now.median >= p.recover * fall.before) continue;

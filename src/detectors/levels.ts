@@ -4,6 +4,7 @@
  * keeps (its whole-round curve and its recent history), so memory does not grow with the run.
  */
 import type { SeriesStats } from '../runs/series.js';
+import type { History } from '../stats/rolling.js';
 import { median, SortedWindow } from '../stats/inference.js';
 
 /** Four significant decimals, for evidence. */
@@ -70,13 +71,64 @@ export interface Fall {
   after: number;
 }
 
+/** A history's rolling medians as last computed: the next call computes those of the points pushed since. */
+interface MedianMemo {
+  pushed: number;
+  dropped: number;
+  w: number;
+  m: Float64Array;
+}
+const medianMemo = new WeakMap<History, MedianMemo>();
+/** Past this many new points, the medians are computed afresh in one sweep. */
+const MEDIANS_TO_ADD = 32;
+
+/**
+ * rollingMedians of all the points a history keeps (`values`: its points().values), reusing the
+ * medians computed at its last call: a point's median depends only on it and the w - 1 before
+ * it, so only the points pushed since need one (a detector judges a series at every step or two;
+ * its history moves by a point or two). The array is the memo's own, valid until the next call
+ * for the same history: read it, never keep it.
+ */
+export function historyMedians(h: History, values: readonly number[], w: number): Float64Array {
+  const n = values.length;
+  if (n !== h.length) throw new RangeError(`historyMedians: ${n} values of a history of ${h.length}`);
+  const memo = medianMemo.get(h);
+  let m: Float64Array;
+  const added = memo === undefined ? -1 : h.pushed - memo.pushed;
+  // Points that left the front since (pushed past the room), and the medians kept.
+  const shift = memo === undefined ? -1 : memo.m.length + added - n;
+  const keep = memo === undefined ? -1 : memo.m.length - shift;
+  if (memo === undefined || memo.w !== w || memo.dropped !== h.dropped || added < 0 || shift < 0 || keep < 0 || n - keep > MEDIANS_TO_ADD) {
+    m = rollingMedians(values, w);
+  } else {
+    if (memo.m.length === n) {
+      m = memo.m;
+      m.copyWithin(0, shift);
+    } else {
+      m = new Float64Array(n);
+      m.set(memo.m.subarray(shift));
+    }
+    // The first w - 1 have no full run of w before them.
+    for (let i = 0; i < Math.min(w - 1, n); i++) m[i] = NaN;
+    for (let i = Math.max(keep, w - 1); i < n; i++) m[i] = median(values.slice(i + 1 - w, i + 1));
+  }
+  medianMemo.set(h, { pushed: h.pushed, dropped: h.dropped, w, m });
+  return m;
+}
+
 /**
  * The latest sudden fall: the first index of the last stretch where the rolling median of `w`
  * values sits at or below (1 - drop) x the highest rolling median of the `horizon` values before
- * the run of `w`. Levels are taken as positive (lengths, entropies).
+ * the run of `w`. Levels are taken as positive (lengths, entropies). `m`: the values' rolling
+ * medians of `w`, when known (historyMedians).
  */
-export function latestFall(values: readonly number[], w: number, horizon: number, drop: number): Fall | null {
-  const m = rollingMedians(values, w);
+export function latestFall(
+  values: readonly number[],
+  w: number,
+  horizon: number,
+  drop: number,
+  m = rollingMedians(values, w),
+): Fall | null {
   let found: Fall | null = null;
   let last = -2;
   for (let i = w - 1; i < values.length; i++) {

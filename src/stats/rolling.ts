@@ -265,6 +265,9 @@ export class History {
   private version = 0;
   /** The points last read (of `n` points, at `version`): the detectors evaluated at one record read the same series. */
   private shared: { version: number; n: number; points: Points } | null = null;
+  /** Points pushed, and points taken back (dropFrom), since the history was made. */
+  private pushes = 0;
+  private drops = 0;
 
   constructor(readonly size: number) {
     this.steps = new Float64Array(size);
@@ -277,6 +280,20 @@ export class History {
     if (++this.head === this.size) this.head = 0;
     if (this.count < this.size) this.count++;
     this.version++;
+    this.pushes++;
+  }
+
+  /**
+   * Points pushed since the history was made, and whether any was taken back since: while
+   * `dropped` stays, the points of a later read are those of an earlier one less the oldest
+   * (as many as were pushed since, beyond the room), plus the ones pushed since.
+   */
+  get pushed(): number {
+    return this.pushes;
+  }
+
+  get dropped(): number {
+    return this.drops;
   }
 
   get length(): number {
@@ -294,6 +311,7 @@ export class History {
    */
   dropFrom(step: number): { steps: number[]; values: number[] } {
     this.version++;
+    this.drops++;
     const steps: number[] = [];
     const values: number[] = [];
     while (this.count > 0) {
