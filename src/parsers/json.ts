@@ -60,7 +60,7 @@ function replaceNonFinite(text: string): string {
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 
 /** Significant digits read in place (see exactDecimal); a number with more goes through Number(). */
-const EXACT_DIGITS = 17;
+export const EXACT_DIGITS = 17;
 const TWO53 = 2 ** 53;
 /** Veltkamp's constant: splits a double into two halves whose products are exact. */
 const SPLIT = 2 ** 27 + 1;

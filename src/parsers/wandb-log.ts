@@ -12,14 +12,11 @@
  * yet", and reading resumes at the start of the record it belongs to.
  */
 import { crc32 } from 'node:zlib';
-import { DecimalDigits } from './json.js';
+import { EXACT_DIGITS, exactDecimal } from './json.js';
 import { canonicalKey, END_OF_TRAINING, ListedRecord, trainTag } from './keys.js';
 import { settingsOf } from './run-config.js';
 import type { FormatId, Framing, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
 import { defineInput } from './types.js';
-
-/** jsonNumberAt's digits (it never runs twice at once). */
-const DIGITS = new DecimalDigits();
 
 export const WANDB_MAGIC = Buffer.from(':W&B', 'latin1');
 export const WANDB_HEADER_BYTES = 7;
@@ -520,17 +517,33 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
   if (neg) c = ++i < end ? b[i]! : 0;
   if (c === 78 /* N */) return !neg && end - i === 3 && b[i + 1] === 97 && b[i + 2] === 78 ? NaN : undefined;
   if (c === 73 /* I */) return end - i === 8 && b[i + 7] === 121 ? (neg ? -Infinity : Infinity) : undefined;
-  const d = DIGITS;
-  d.reset();
+  // DecimalDigits' fields as locals (a number a value of a long run: no stores to an object per digit).
+  let hi = 0;
+  let lo = 0;
+  let count = 0;
+  let exp = 0;
   if (c === 48 /* 0 */) c = ++i < end ? b[i]! : 0;
-  else if (c >= 49 && c <= 57) for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) d.whole(c - 48);
+  else if (c >= 49 && c <= 57)
+    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) {
+      if (++count <= 9) hi = hi * 10 + (c - 48);
+      else if (count <= EXACT_DIGITS) lo = lo * 10 + (c - 48);
+      else exp++;
+    }
   else return undefined;
   if (c === 46 /* . */) {
     c = ++i < end ? b[i]! : 0;
     if (!(c >= 48 && c <= 57)) return undefined;
-    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) d.fraction(c - 48);
+    for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) {
+      if (count === 0 && c === 48) exp--; // leading zeros of 0.000123
+      else if (++count <= 9) {
+        hi = hi * 10 + (c - 48);
+        exp--;
+      } else if (count <= EXACT_DIGITS) {
+        lo = lo * 10 + (c - 48);
+        exp--;
+      }
+    }
   }
-  let exp = 0;
   if (c === 101 || c === 69 /* e E */) {
     c = ++i < end ? b[i]! : 0;
     let eneg = false;
@@ -544,7 +557,7 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
     exp += eneg ? -e : e;
   }
   if (i < end) return undefined;
-  const v = d.value(exp);
+  const v = count <= EXACT_DIGITS ? exactDecimal(hi, lo, count > 9 ? count - 9 : 0, exp) : NaN;
   if (v === v) return neg ? -v : v;
   return Number(latin1At(b, start, end));
 }
