@@ -534,7 +534,8 @@ export function jsonNumberAt(b: Uint8Array, start: number, end: number): number 
     c = ++i < end ? b[i]! : 0;
     if (!(c >= 48 && c <= 57)) return undefined;
     for (; c >= 48 && c <= 57; c = ++i < end ? b[i]! : 0) {
-      if (count === 0 && c === 48) exp--; // leading zeros of 0.000123
+      if (count === 0 && c === 48)
+        exp--; // leading zeros of 0.000123
       else if (++count <= 9) {
         hi = hi * 10 + (c - 48);
         exp--;
