@@ -112,7 +112,14 @@ export function historyMedians(h: History, values: readonly number[], w: number)
     for (let i = 0; i < Math.min(w - 1, n); i++) m[i] = NaN;
     for (let i = Math.max(keep, w - 1); i < n; i++) m[i] = median(values.slice(i + 1 - w, i + 1));
   }
-  medianMemo.set(h, { pushed: h.pushed, dropped: h.dropped, w, m });
+  if (memo === undefined) medianMemo.set(h, { pushed: h.pushed, dropped: h.dropped, w, m });
+  else {
+    // Updated in place: a series judged at every step makes no memo object a step.
+    memo.pushed = h.pushed;
+    memo.dropped = h.dropped;
+    memo.w = w;
+    memo.m = m;
+  }
   return m;
 }
 

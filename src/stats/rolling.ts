@@ -389,13 +389,15 @@ export interface CurveBucket {
 export interface CurveJSON {
   size: number;
   per: number;
-  buckets: CurveBucket[];
+  /** A mean JSON could not hold (NaN) was saved as null. */
+  buckets: (Omit<CurveBucket, 'mean'> & { mean: number | null })[];
 }
 
 /**
  * A curve as a state saves it: its buckets' numbers field by field (oldest first), absent ones
  * (m2, min and max of states saved before they were kept) as null, or NaN before JSON.stringify
- * makes them null. A third smaller than an object a bucket, and several times faster to make.
+ * makes them null: a third smaller than an object a bucket, and faster to make and write
+ * (BENCHMARKS.md, session 17).
  */
 export interface CurveColumns {
   size: number;
@@ -696,7 +698,7 @@ export class Curve {
     const c = new Curve(j.size);
     c.per = j.per;
     if ('buckets' in j) {
-      for (const b of j.buckets) c.put(b.firstStep, b.lastStep, b.n, b.mean, b.m2 ?? NaN, b.min ?? NaN, b.max ?? NaN);
+      for (const b of j.buckets) c.put(b.firstStep, b.lastStep, b.n, b.mean ?? NaN, b.m2 ?? NaN, b.min ?? NaN, b.max ?? NaN);
       return c;
     }
     for (let i = 0; i < j.firstStep.length; i++)
