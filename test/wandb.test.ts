@@ -4,7 +4,7 @@
  * the end of a live file, a bad CRC.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -564,7 +564,7 @@ test('a backlog decoded ahead on the decode thread gives what the reading thread
   const steps = alone[0]!.records.map((r) => (JSON.parse(r) as { step?: number }).step).filter((s) => s !== undefined);
   assert.ok(steps.length > 15_900 && steps.includes(31_998), 'rows after define_metric are at the declared step');
   // A part the decode thread cannot read (no such file open) is the caller's to read: null, not an error.
-  assert.equal(await readDecoded('wandb', WANDB_FRAMING.ahead!, 2 ** 30, 1 << 20, 0), null);
+  assert.equal(await readDecoded('wandb', WANDB_FRAMING.ahead!, 2 ** 30, 1 << 20, 0).result, null);
 });
 
 test('rows the decode thread leaves past its share are decoded by the parser: any share gives what the parser gives alone', () => {
@@ -604,6 +604,61 @@ test('rows the decode thread leaves past its share are decoded by the parser: an
   const alone = parse(null);
   assert.ok(alone.includes('"step":800') && alone.includes('"kind":"finished"'), 'rows at the declared step, and the exit');
   for (const share of [0, 1 / 16, 0.5, 0.9, 1]) assert.equal(parse(share), alone, `share ${share}`);
+  // Hurried (the reading thread waits for the part) after some looks: the decode thread stops at
+  // the next look, and the records from there on are the parser's.
+  for (const looks of [1, 2, 7, 1000]) {
+    let seen = 0;
+    const keys = new KeyCache();
+    const rows = decodeRows(records, keys, 1, () => ++seen >= looks);
+    const stopped = rows.from.findIndex((f) => f === NOT_TRIED);
+    if (looks === 1000) assert.equal(stopped, -1, 'never hurried: every record tried');
+    else {
+      assert.equal(stopped, (looks - 1) * 16, `hurried at look ${looks}: stopped there`);
+      assert.ok(
+        rows.from.slice(stopped).every((f) => f === NOT_TRIED),
+        `hurried at look ${looks}: the rest is left to the parser`,
+      );
+    }
+    const parser = new WandbParser(DEFAULTS.parser);
+    const got = JSON.stringify(parser.records(records, new DecodedRows(keys.strs, rows.ids, rows.vals, rows.from, rows.to)));
+    assert.equal(got, alone, `hurried at look ${looks}`);
+  }
+});
+
+test('a part the reading thread waits for comes back from the decode thread with the records it had not decoded left to the parser', async () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'run-hurry.wandb');
+  const w = new WandbWriter(file);
+  w.append(runRecord({ project: 'p', name: 'r', id: 'hurry', start: 1_790_000_000_000, config: {} }));
+  for (let s = 1; s <= 2000; s++)
+    w.append(historyRecord(s, { 'critic/score/mean': Math.sin(s), 'actor/entropy': 1 / s }, 1_790_000_000 + s));
+  w.finish();
+  const whole = readFileSync(file);
+  const alone = JSON.stringify(new WandbParser(DEFAULTS.parser).records(wandbRecords(whole, 0).records));
+  const fd = openSync(file, 'r');
+  try {
+    // Hurried before the thread has the part: it decodes none of it.
+    const hurried = readDecoded('wandb', WANDB_FRAMING.ahead!, fd, whole.length, 0);
+    hurried.hurry();
+    const part = await hurried.result;
+    assert.ok(part !== null && part.ahead instanceof DecodedRows);
+    assert.equal(part.records.length, 2001);
+    assert.ok(
+      part.ahead.from.every((f) => f === NOT_TRIED),
+      'every record left to the parser',
+    );
+    assert.equal(JSON.stringify(new WandbParser(DEFAULTS.parser).records(part.records, part.ahead)), alone);
+    // Not hurried: it decodes the whole part (a later part's hurry says nothing of this one).
+    const calm = await readDecoded('wandb', WANDB_FRAMING.ahead!, fd, whole.length, 0).result;
+    assert.ok(calm !== null && calm.ahead instanceof DecodedRows);
+    assert.ok(
+      calm.ahead.from.every((f) => f !== NOT_TRIED),
+      'every record decoded ahead',
+    );
+    assert.equal(JSON.stringify(new WandbParser(DEFAULTS.parser).records(calm.records, calm.ahead)), alone);
+  } finally {
+    closeSync(fd);
+  }
 });
 
 test('the decode thread takes a step less of a part each time the reading thread waited for one, a step more when it did not', () => {

@@ -278,9 +278,10 @@ export interface Framing {
 export interface AheadFraming {
   /**
    * On the decode thread: split(buf, at), and the decoding done of the first `share` (0 to 1) of
-   * its records (ArrayBuffers in `transfer`); the rest are left to the parser on the reading thread.
+   * its records (ArrayBuffers in `transfer`); the rest are left to the parser on the reading thread,
+   * and so are the records not decoded yet once `hurry()` is true (the reading thread waits).
    */
-  decode(buf: Buffer, at: number, share: number): { frames: Frames; decoded: unknown; transfer: ArrayBuffer[] };
+  decode(buf: Buffer, at: number, share: number, hurry?: () => boolean): { frames: Frames; decoded: unknown; transfer: ArrayBuffer[] };
   /**
    * On the reading thread, for every part decode() did, in the order it did them (a dropped part
    * too): the decoding as RecordParser.records takes it beside the records.

@@ -716,16 +716,18 @@ export interface AheadRows {
  * The first `share` (0 to 1) of `records` decoded by decodeRow with `keys`, the rest NOT_TRIED:
  * the decode thread's work on a part, the rest the reading thread's (see RecordTailer's share).
  */
-export function decodeRows(records: readonly Uint8Array[], keys: KeyCache, share: number): AheadRows {
+export function decodeRows(records: readonly Uint8Array[], keys: KeyCache, share: number, hurry?: () => boolean): AheadRows {
   const known = keys.strs.length;
   const items = new RowItems();
   const n = records.length;
-  const upTo = Math.min(n, Math.ceil(share * n));
+  let upTo = Math.min(n, Math.ceil(share * n));
   const from = new Int32Array(n);
   const to = new Int32Array(n);
   for (let r = 0; r < n; r++) {
     const start = items.n;
     let ok = false;
+    // The reading thread waits for the part: the records from here on are its own.
+    if (r < upTo && (r & (HURRY_EVERY - 1)) === 0 && hurry?.() === true) upTo = r;
     if (r < upTo) {
       try {
         ok = decodeRow(records[r]!, keys, items);
@@ -740,6 +742,9 @@ export function decodeRows(records: readonly Uint8Array[], keys: KeyCache, share
   return { keys: keys.strs.slice(known), ids: items.ids.slice(0, items.n), vals: items.vals.slice(0, items.n), from, to };
 }
 
+/** Records decoded between two looks at whether the reading thread waits for the part (a power of two). */
+const HURRY_EVERY = 16;
+
 /** The decode thread's keys (one cache a thread, kept from part to part and file to file). */
 let aheadKeys: KeyCache | null = null;
 /** On the reading thread: the decode thread's keys by id, as its parts arrive (see AheadFraming.receive). */
@@ -753,9 +758,9 @@ export const WANDB_FRAMING: Framing = {
   },
   minBytes: CHUNK_HEADER,
   ahead: {
-    decode(buf, at, share) {
+    decode(buf, at, share, hurry) {
       const frames = WANDB_FRAMING.split(buf, at);
-      const decoded = decodeRows(frames.records, (aheadKeys ??= new KeyCache()), share);
+      const decoded = decodeRows(frames.records, (aheadKeys ??= new KeyCache()), share, hurry);
       return { frames, decoded, transfer: [decoded.ids.buffer, decoded.vals.buffer, decoded.from.buffer, decoded.to.buffer] };
     },
     receive(decoded) {

@@ -10,7 +10,10 @@
  * what the reading thread would have computed itself: the same frames (records as views into the
  * bytes read, which come back without a copy) and the decoding that needs no parser state. If
  * the thread cannot start or fails, every later part is read and split on the reading thread as
- * before, so nothing is lost.
+ * before, so nothing is lost. When the reading thread comes for a part before it is back, it says
+ * so (AheadPart.hurry, through memory both threads share): the decode thread stops decoding and
+ * hands the part back at once, the records it has not decoded left to the reading thread, which
+ * would otherwise idle until the whole part was done.
  */
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -49,6 +52,16 @@ export interface AheadReply {
 /** Frames as split() gives them, with what AheadFraming.receive made of the decoding, and the bytes read. */
 export type AheadFrames = Frames & { buf: Buffer; got: number };
 
+/**
+ * A part handed to the decode thread: `result` settles when it is back; `hurry` says the reading
+ * thread waits for it, and the decode thread hands it back with the records it has not decoded
+ * yet left to the reading thread.
+ */
+export interface AheadPart {
+  result: Promise<AheadFrames | null>;
+  readonly hurry: () => void;
+}
+
 interface Waiting {
   ahead: AheadFraming;
   done: (f: AheadFrames | null) => void;
@@ -62,9 +75,11 @@ class DecodeThread {
   private told = false;
   private readonly waiting = new Map<number, Waiting>();
   private failed = false;
+  /** The id of the latest part the reading thread waits for: the decode thread leaves the rest of its decoding to it. */
+  private readonly waitedFor = new Int32Array(new SharedArrayBuffer(4));
 
   constructor() {
-    this.worker = new Worker(this.module);
+    this.worker = new Worker(this.module, { workerData: { hurry: this.waitedFor } });
     this.worker.on('message', (m: AheadReply) => this.reply(m));
     this.worker.on('error', () => this.fail());
     this.worker.on('exit', () => this.fail());
@@ -73,16 +88,17 @@ class DecodeThread {
     this.worker.unref();
   }
 
-  split(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number, share: number): Promise<AheadFrames | null> {
-    if (this.failed) return Promise.resolve(null);
+  split(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number, share: number): AheadPart {
+    if (this.failed) return { result: Promise.resolve(null), hurry: () => undefined };
     const id = this.next++;
     const req: AheadRequest = { id, kind, fd, want, at, share };
-    return new Promise((done) => {
+    const result = new Promise<AheadFrames | null>((done) => {
       this.waiting.set(id, { ahead, done });
       // Waited for: the process stays up until the part is back.
       if (this.waiting.size === 1) this.worker.ref();
       this.worker.postMessage(req);
     });
+    return { result, hurry: () => Atomics.store(this.waitedFor, 0, id) };
   }
 
   private reply(m: AheadReply): void {
@@ -124,15 +140,8 @@ let thread: DecodeThread | null = null;
  * the first `share` of its records decoded on the decode thread; null when that thread is not
  * there or the read failed (then the caller reads). The caller keeps `fd` open until this settles.
  */
-export function readDecoded(
-  kind: FileKind,
-  ahead: AheadFraming,
-  fd: number,
-  want: number,
-  at: number,
-  share = 1,
-): Promise<AheadFrames | null> {
-  return startDecodeThread()?.split(kind, ahead, fd, want, at, share) ?? Promise.resolve(null);
+export function readDecoded(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number, share = 1): AheadPart {
+  return startDecodeThread()?.split(kind, ahead, fd, want, at, share) ?? { result: Promise.resolve(null), hurry: () => undefined };
 }
 
 /** The decode thread, started now if it was not (it loads its modules while the reading thread goes on); null when it cannot start. */

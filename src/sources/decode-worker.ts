@@ -4,11 +4,13 @@
  * its bytes, in the order the parts came.
  */
 import { readSync } from 'node:fs';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { inputOf } from '../parsers/index.js';
 import type { AheadReply, AheadRequest } from './decode-ahead.js';
 
 const port = parentPort;
+/** The id of the latest part the reading thread waits for (decode-ahead.ts: DecodeThread.hurry). */
+const waitedFor = (workerData as { hurry?: Int32Array } | null)?.hurry ?? new Int32Array(1);
 if (port !== null) {
   port.on('message', (m: AheadRequest) => {
     const buf = Buffer.allocUnsafeSlow(m.want);
@@ -30,7 +32,12 @@ if (port !== null) {
       port.postMessage(failed);
       return;
     }
-    const { frames, decoded, transfer } = inputOf(m.kind).framing!.ahead!.decode(buf.subarray(0, got), m.at, m.share);
+    const { frames, decoded, transfer } = inputOf(m.kind).framing!.ahead!.decode(
+      buf.subarray(0, got),
+      m.at,
+      m.share,
+      () => Atomics.load(waitedFor, 0) >= m.id,
+    );
     // Records are views into the part, but one of several chunks is a copy: its bytes go along.
     const spans = new Int32Array(frames.records.length * 2);
     const extras: Uint8Array[] = [];

@@ -44,7 +44,8 @@ const SHARE_STEP = 1 / 16;
  * The decode thread's share of the next part's decoding (the first records of the part; the
  * reading thread's parser decodes the rest as it hands them over). A part the reading thread had
  * to wait for means the decode thread has more than its half of the work: the share goes down a
- * step; a part that was ready goes up a step. The two threads' work (the statistics and detectors
+ * step (and that part comes back at once with what is not decoded yet: AheadPart.hurry); a part
+ * that was ready goes up a step. The two threads' work (the statistics and detectors
  * on one, the reading, CRCs and decoding on the other) differs from run to run and machine to
  * machine, and while the compiler is still warming up: neither thread idles for long either way.
  */
@@ -64,6 +65,8 @@ interface Ahead {
   ready: boolean;
   /** Read and split on the decode thread (else by the thread pool). */
   decoded: boolean;
+  /** Tells the decode thread the part is waited for (AheadPart.hurry). */
+  readonly hurry: () => void;
 }
 
 /** Where a read's frames go: their data, the frames whose data CRC failed, Frames.ahead. */
@@ -185,13 +188,14 @@ export class RecordTailer {
     const ahead = this.framing.ahead;
     const decoded = this.decoding && ahead !== undefined && this.kind !== null;
     let result: Ahead['result'];
+    let hurry = (): void => undefined;
     if (decoded) {
       // Read, split and decoded on the decode thread; read here when it cannot.
-      result = readDecoded(this.kind, ahead, fh.fd, want, offset, this.share).then((f) =>
-        f === null ? this.readBytes(fh, want, offset) : { buf: f.buf, got: f.got, frames: f },
-      );
+      const part = readDecoded(this.kind, ahead, fh.fd, want, offset, this.share);
+      hurry = part.hurry;
+      result = part.result.then((f) => (f === null ? this.readBytes(fh, want, offset) : { buf: f.buf, got: f.got, frames: f }));
     } else result = this.readBytes(fh, want, offset);
-    const a: Ahead = { offset, dev: st.dev, ino: st.ino, want, result, ready: false, decoded };
+    const a: Ahead = { offset, dev: st.dev, ino: st.ino, want, result, ready: false, decoded, hurry };
     void result
       .then(() => {
         a.ready = true;
@@ -221,6 +225,7 @@ export class RecordTailer {
     this.ahead = null;
     RecordTailer.holding.delete(this);
     if (a.decoded) this.share = nextShare(this.share, !a.ready);
+    if (!a.ready) a.hurry();
     const r = await a.result;
     if (r === null || a.offset !== offset || a.dev !== st.dev || a.ino !== st.ino || offset + r.got > st.size) return null;
     return { ...r, want: a.want };
