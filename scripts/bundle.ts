@@ -10,7 +10,7 @@
  * requires on first use. `--meta` prints what the bundle holds.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,9 +50,15 @@ const result = await build({
   banner: { js: "const __barwatchModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
   define: { 'import.meta.url': '__barwatchModuleUrl' },
   plugins: [englishOnly],
+  // Without comments and indentation (a third smaller: less to read, hash and scan at each
+  // start, and ASCII only, so V8 holds the source in one byte a character), with a source map
+  // beside it for readable stack traces (node --enable-source-maps).
+  minifyWhitespace: true,
+  sourcemap: 'linked',
   metafile: true,
   logLevel: 'warning',
 });
+if (readFileSync(outfile).some((b) => b > 0x7f)) throw new Error('bundle: barwatch.cjs holds a character past ASCII');
 if (process.argv.includes('--meta')) console.log(await analyzeMetafile(result.metafile));
 // The decode thread's module, beside the bundle as dist/src/sources/decode-worker.js is beside
 // decode-ahead.js (a worker starts from a file of its own; an ES module, so import.meta.url is its own).
@@ -65,6 +71,8 @@ await build({
   outfile: path.join(outdir, 'decode-worker.js'),
   external: ['@resvg/resvg-js'],
   plugins: [englishOnly],
+  minifyWhitespace: true,
+  sourcemap: 'linked',
   logLevel: 'warning',
 });
 
