@@ -7,6 +7,7 @@ import {
   incompleteBeta,
   mannKendall,
   median,
+  moments,
   noiseSd,
   normalCdf,
   spectralPeak,
@@ -134,6 +135,17 @@ describe('medians along a series', () => {
     for (let i = 0; i < 20_000; i++) {
       const xs = Array.from({ length: 1 + (i % 40) }, value);
       assert.ok(Object.is(median(xs), sorted(xs)), `${xs.join(',')}: ${median(xs)} vs ${sorted(xs)}`);
+    }
+  });
+
+  test('the median and moments of a range of values are those of the range copied out, bit for bit', () => {
+    for (let i = 0; i < 5_000; i++) {
+      const xs = Array.from({ length: 1 + (i % 80) }, value);
+      const a = Math.floor(rand() * (xs.length + 1));
+      const b = a + Math.floor(rand() * (xs.length - a + 1));
+      const part = xs.slice(a, b);
+      assert.ok(Object.is(median(xs, a, b), median(part)), `median of [${a}, ${b}) of ${xs.join(',')}`);
+      assert.deepEqual(moments(xs, a, b), moments(part), `moments of [${a}, ${b}) of ${xs.join(',')}`);
     }
   });
 

@@ -110,7 +110,7 @@ export function historyMedians(h: History, values: readonly number[], w: number)
     }
     // The first w - 1 have no full run of w before them.
     for (let i = 0; i < Math.min(w - 1, n); i++) m[i] = NaN;
-    for (let i = Math.max(keep, w - 1); i < n; i++) m[i] = median(values.slice(i + 1 - w, i + 1));
+    for (let i = Math.max(keep, w - 1); i < n; i++) m[i] = median(values, i + 1 - w, i + 1);
   }
   if (memo === undefined) medianMemo.set(h, { pushed: h.pushed, dropped: h.dropped, w, m });
   else {

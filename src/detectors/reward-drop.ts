@@ -8,7 +8,7 @@
  */
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
-import { median, welch, welchTOf } from '../stats/inference.js';
+import { median, welch, welchTOf, type Moments } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -31,6 +31,73 @@ function prefix(which: 0 | 1, n: number): Float64Array {
   return sums[which]!;
 }
 
+/** The mean of values [a, b) from their prefix sums. */
+function segMean(s1: Float64Array, a: number, b: number): number {
+  return (s1[b]! - s1[a]!) / (b - a);
+}
+
+/** The sample variance of values [a, b) about their `mean`, from the prefix sums of their squares. */
+function segVariance(s2: Float64Array, a: number, b: number, mean: number): number {
+  const m = b - a;
+  return Math.max(0, (s2[b]! - s2[a]! - m * mean * mean) / (m - 1));
+}
+
+/** Count, mean and variance of values [a, b). */
+function seg(s1: Float64Array, s2: Float64Array, a: number, b: number): Moments {
+  const mean = segMean(s1, a, b);
+  return { n: b - a, mean, variance: segVariance(s2, a, b, mean) };
+}
+
+/**
+ * The change point k of the strongest fall among the n values (their prefix sums): the mean of the
+ * `minAfter` values from k at least `drop` below the mean of the up to `beforePoints` before it,
+ * as is the recent mean `tailMean`, and the two segments different by Welch's test at `alpha`;
+ * the lowest t wins (the first of equals). -1 for none.
+ */
+function strongestFall(
+  s1: Float64Array,
+  s2: Float64Array,
+  n: number,
+  minBefore: number,
+  minAfter: number,
+  beforePoints: number,
+  drop: number,
+  alpha: number,
+  tailMean: number,
+): number {
+  let bestK = -1;
+  let bestT = NaN;
+  for (let k = minBefore; k <= n - minAfter; k++) {
+    // A fall, not a slide: the steps just after k against the steps just before it (their means
+    // first; the segments themselves only for a fall).
+    const from = Math.max(0, k - beforePoints);
+    const beforeMean = segMean(s1, from, k);
+    const afterMean = segMean(s1, k, k + minAfter);
+    const lower = beforeMean - drop * Math.abs(beforeMean);
+    if (!(afterMean <= lower && tailMean <= lower)) continue;
+    // Only a candidate stronger than the best so far can take its place: its p-value is read then
+    // (the t as welch() computes it from seg()'s numbers).
+    if (bestK >= 0) {
+      const t = welchTOf(
+        k - from,
+        beforeMean,
+        segVariance(s2, from, k, beforeMean),
+        minAfter,
+        afterMean,
+        segVariance(s2, k, k + minAfter, afterMean),
+      );
+      if (!(t < bestT)) continue;
+    }
+    const w = welch(seg(s1, s2, from, k), seg(s1, s2, k, k + minAfter));
+    if (!(w.pLower < alpha)) continue;
+    if (bestK < 0 || w.t < bestT) {
+      bestK = k;
+      bestT = w.t;
+    }
+  }
+  return bestK;
+}
+
 export const rewardDrop: Detector<P> = {
   id: 'reward-drop',
   cleared: 'the reward has come back from its fall',
@@ -46,8 +113,9 @@ export const rewardDrop: Detector<P> = {
       if (rs === null) continue;
       const { steps, values } = rs.stats.history.points();
       const n = values.length;
-      const minBefore = Math.max(5, p.min_after);
-      if (n < minBefore + p.min_after) continue;
+      const minAfter = p.min_after;
+      const minBefore = Math.max(5, minAfter);
+      if (n < minBefore + minAfter) continue;
       // Prefix sums: each candidate change point costs O(1).
       const s1 = prefix(0, n + 1);
       const s2 = prefix(1, n + 1);
@@ -58,48 +126,16 @@ export const rewardDrop: Detector<P> = {
         s1[i + 1] = s1[i]! + v;
         s2[i + 1] = s2[i]! + v * v;
       }
-      const segMean = (a: number, b: number): number => (s1[b]! - s1[a]!) / (b - a);
-      const segVariance = (a: number, b: number, mean: number): number => {
-        const m = b - a;
-        return Math.max(0, (s2[b]! - s2[a]! - m * mean * mean) / (m - 1));
-      };
-      const seg = (a: number, b: number): { n: number; mean: number; variance: number } => {
-        const mean = segMean(a, b);
-        return { n: b - a, mean, variance: segVariance(a, b, mean) };
-      };
-      const tail = seg(n - p.min_after, n);
       // A reward that sits at about zero now, or is on its way there (half the last steps at ~0
       // already), is reward-collapse's.
-      if (Math.abs(median(values.slice(n - p.min_after))) <= p.zero_level) continue;
-      let best: { k: number; before: ReturnType<typeof seg>; after: ReturnType<typeof seg>; t: number; p: number } | null = null;
-      for (let k = minBefore; k <= n - p.min_after; k++) {
-        // A fall, not a slide: the steps just after k against the steps just before it (their
-        // means first, as seg() computes them; the segments themselves only for a fall).
-        const from = Math.max(0, k - p.before_points);
-        const beforeMean = segMean(from, k);
-        const afterMean = segMean(k, k + p.min_after);
-        const lower = beforeMean - p.drop * Math.abs(beforeMean);
-        if (!(afterMean <= lower && tail.mean <= lower)) continue;
-        // Only a candidate stronger than the best so far can take its place: its segments are made
-        // and its p-value read then (the t as welch() computes it from seg()'s numbers).
-        if (best !== null) {
-          const t = welchTOf(
-            k - from,
-            beforeMean,
-            segVariance(from, k, beforeMean),
-            p.min_after,
-            afterMean,
-            segVariance(k, k + p.min_after, afterMean),
-          );
-          if (!(t < best.t)) continue;
-        }
-        const before = seg(from, k);
-        const after = seg(k, k + p.min_after);
-        const w = welch(before, after);
-        if (!(w.pLower < p.alpha)) continue;
-        if (best === null || w.t < best.t) best = { k, before, after: seg(k, n), t: w.t, p: w.pLower };
-      }
-      if (best === null) continue;
+      if (Math.abs(median(values, n - minAfter, n)) <= p.zero_level) continue;
+      const tailMean = segMean(s1, n - minAfter, n);
+      const k = strongestFall(s1, s2, n, minBefore, minAfter, p.before_points, p.drop, p.alpha, tailMean);
+      if (k < 0) continue;
+      const before = seg(s1, s2, Math.max(0, k - p.before_points), k);
+      const w = welch(before, seg(s1, s2, k, k + minAfter));
+      const best = { k, before, after: seg(s1, s2, k, n), t: w.t, p: w.pLower };
+      const tail = { mean: tailMean };
       const fell = 1 - best.after.mean / best.before.mean;
       out.push({
         round: r.round,

@@ -44,6 +44,19 @@ function componentOf(name: string): string | null {
   return m !== null && SHAPING.test(m[1]!) && !TASK.test(m[1]!) ? name : null;
 }
 
+/** A round's shaping components, in the order of its series, as last found: found again when the round has more series. */
+const found = new WeakMap<RoundState, { series: number; components: { name: string; stats: SeriesStats }[] }>();
+
+function componentsOf(r: RoundState): { name: string; stats: SeriesStats }[] {
+  let f = found.get(r);
+  if (f === undefined || f.series !== r.series.size) {
+    f = { series: r.series.size, components: [] };
+    for (const [name, stats] of r.series) if (component(name) !== null) f.components.push({ name, stats });
+    found.set(r, f);
+  }
+  return f.components;
+}
+
 function taskSeries(r: RoundState): { name: string; stats: SeriesStats } | null {
   // A BAR-RAG selector aims its accuracy at c, not up: its task is the boundary reward.
   const boundary = r.series.get('boundary');
@@ -71,14 +84,14 @@ export const rewardHacking: Detector<P> = {
       const split = (s: SeriesStats): { early: Moments; late: Moments; steps: readonly number[] } => {
         const { steps, values } = s.history.points();
         const third = Math.floor(values.length / 3);
-        return { early: moments(values.slice(0, third)), late: moments(values.slice(values.length - third)), steps };
+        return { early: moments(values, 0, third), late: moments(values, values.length - third), steps };
       };
       const t = split(task.stats);
       if (!(t.early.mean - t.late.mean >= p.min_fall)) continue;
       const tw = welch(t.early, t.late);
       if (!(tw.pLower < p.alpha)) continue;
-      for (const [name, s] of r.series) {
-        if (name === task.name || component(name) === null || s.history.length < p.min_points) continue;
+      for (const { name, stats: s } of componentsOf(r)) {
+        if (name === task.name || s.history.length < p.min_points) continue;
         const c = split(s);
         if (!(c.late.mean - c.early.mean >= p.min_rise)) continue;
         const cw = welch(c.early, c.late);

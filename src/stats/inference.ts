@@ -118,18 +118,18 @@ export function mannKendall(xs: readonly number[], serial = false): MannKendall 
 const SHORT = new Float64Array(32);
 
 /**
- * Median; a typed-array copy sorts numerically without a comparator. A short input is sorted by
- * insertion into a scratch array in the same order (sortsBefore), so the same value comes out
- * without a copy made and sorted for each window.
+ * Median (of xs[from..to) alone, when given); a typed-array copy sorts numerically without a
+ * comparator. A short input is sorted by insertion into a scratch array in the same order
+ * (sortsBefore), so the same value comes out without a copy made and sorted for each window.
  */
-function median(xs: ArrayLike<number>): number {
-  const n = xs.length;
-  if (n === 0) return NaN;
+function median(xs: ArrayLike<number>, from = 0, to = xs.length): number {
+  const n = to - from;
+  if (n <= 0) return NaN;
   let s: Float64Array;
   if (n <= SHORT.length) {
     s = SHORT;
     for (let i = 0; i < n; i++) {
-      const x = xs[i]!;
+      const x = xs[from + i]!;
       let j = i;
       while (j > 0 && sortsBefore(x, s[j - 1]!)) {
         s[j] = s[j - 1]!;
@@ -137,7 +137,10 @@ function median(xs: ArrayLike<number>): number {
       }
       s[j] = x;
     }
-  } else s = Float64Array.from(xs).sort();
+  } else
+    s = (
+      from === 0 && to === xs.length ? Float64Array.from(xs) : Float64Array.from(Array.prototype.slice.call(xs, from, to) as number[])
+    ).sort();
   const m = n >> 1;
   return n % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
@@ -219,14 +222,14 @@ export interface Moments {
   variance: number;
 }
 
-export function moments(xs: readonly number[]): Moments {
-  const n = xs.length;
-  if (n === 0) return { n, mean: NaN, variance: NaN };
+export function moments(xs: readonly number[], from = 0, to = xs.length): Moments {
+  const n = to - from;
+  if (n <= 0) return { n: 0, mean: NaN, variance: NaN };
   let mean = 0;
-  for (const x of xs) mean += x;
+  for (let i = from; i < to; i++) mean += xs[i]!;
   mean /= n;
   let ss = 0;
-  for (const x of xs) ss += (x - mean) * (x - mean);
+  for (let i = from; i < to; i++) ss += (xs[i]! - mean) * (xs[i]! - mean);
   return { n, mean, variance: n > 1 ? ss / (n - 1) : 0 };
 }
 
