@@ -17,7 +17,7 @@ import {
   welch,
   welchT,
 } from '../src/stats/inference.js';
-import { historyMedians, rollingMedians } from '../src/detectors/levels.js';
+import { historyMedians, latestFall, rollingMedians, type Fall } from '../src/detectors/levels.js';
 import { History, releaseSharedPoints } from '../src/stats/rolling.js';
 import { rng } from '../src/sim/random.js';
 
@@ -170,6 +170,40 @@ describe('medians along a series', () => {
         releaseSharedPoints();
       }
     }
+  });
+
+  test("latestFall's highest median before each point is that of a scan of the stretch before it", () => {
+    // The definition, by a scan of every stretch.
+    const scanned = (values: number[], w: number, horizon: number, drop: number): Fall | null => {
+      const m = rollingMedians(values, w);
+      let found: Fall | null = null;
+      let last = -2;
+      for (let i = w - 1; i < values.length; i++) {
+        let before = -Infinity;
+        for (let j = Math.max(w - 1, i - w - horizon + 1); j <= i - w; j++) if (m[j]! > before) before = m[j]!;
+        if (!(before > 0) || !(m[i]! <= (1 - drop) * before)) continue;
+        if (i !== last + 1) found = { at: i, before, after: m[i]! };
+        last = i;
+      }
+      return found;
+    };
+    let falls = 0;
+    for (let k = 0; k < 3_000; k++) {
+      const n = 1 + Math.floor(rand() * 300);
+      // Levels that fall and come back, with ties and noise.
+      let level = 100;
+      const values = Array.from({ length: n }, () => {
+        if (rand() < 0.05) level = rand() < 0.5 ? level / 3 : level * 2;
+        return rand() < 0.2 ? Math.round(level) : level * (0.8 + 0.4 * rand());
+      });
+      const w = 1 + Math.floor(rand() * 8);
+      const horizon = 1 + Math.floor(rand() * 20);
+      const drop = [0.3, 0.5, 0.6][k % 3]!;
+      const want = scanned(values, w, horizon, drop);
+      if (want !== null) falls++;
+      assert.deepEqual(latestFall(values, w, horizon, drop), want, `n=${n} w=${w} horizon=${horizon} drop=${drop}`);
+    }
+    assert.ok(falls > 500, `falls found: ${falls}`);
   });
 
   test('rolling medians are the medians of each run of values', () => {

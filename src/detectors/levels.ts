@@ -123,6 +123,9 @@ export function historyMedians(h: History, values: readonly number[], w: number)
   return m;
 }
 
+/** The indices latestFall keeps in its queue (reused from call to call). */
+let fallQueue = new Int32Array(512);
+
 /**
  * The latest sudden fall: the first index of the last stretch where the rolling median of `w`
  * values sits at or below (1 - drop) x the highest rolling median of the `horizon` values before
@@ -138,9 +141,25 @@ export function latestFall(
 ): Fall | null {
   let found: Fall | null = null;
   let last = -2;
+  // The highest median of each stretch [i - w - horizon + 1, i - w] (from w - 1 on): both ends move
+  // up by one with i, so a queue of indices whose medians fall from its front gives it, each index
+  // queued and dropped once (no scan of the stretch for every i).
+  if (fallQueue.length < values.length) fallQueue = new Int32Array(values.length * 2);
+  const q = fallQueue;
+  let head = 0;
+  let tail = 0;
+  let next = w - 1;
   for (let i = w - 1; i < values.length; i++) {
-    let before = -Infinity;
-    for (let j = Math.max(w - 1, i - w - horizon + 1); j <= i - w; j++) if (m[j]! > before) before = m[j]!;
+    for (; next <= i - w; next++) {
+      const x = m[next]!;
+      // NaN (no median) is never the highest.
+      if (x !== x) continue;
+      while (tail > head && m[q[tail - 1]!]! <= x) tail--;
+      q[tail++] = next;
+    }
+    const from = Math.max(w - 1, i - w - horizon + 1);
+    while (tail > head && q[head]! < from) head++;
+    const before = tail > head ? m[q[head]!]! : -Infinity;
     if (!(before > 0) || !(m[i]! <= (1 - drop) * before)) continue;
     // A new stretch of fallen medians starts a new fall; within a stretch the first index stays.
     if (i !== last + 1) found = { at: i, before, after: m[i]! };
