@@ -71,8 +71,10 @@ function strongestFall(
     // A fall, not a slide: the steps just after k against the steps just before it (their means
     // first; the segments themselves only for a fall).
     const from = Math.max(0, k - beforePoints);
-    const beforeMean = segMean(s1, from, k);
-    const afterMean = segMean(s1, k, k + minAfter);
+    // segMean's arithmetic, written out: this loop runs for hundreds of evaluations before the
+    // optimising compiler has it, and a call per candidate is most of its cost until then.
+    const beforeMean = (s1[k]! - s1[from]!) / (k - from);
+    const afterMean = (s1[k + minAfter]! - s1[k]!) / minAfter;
     const lower = beforeMean - drop * Math.abs(beforeMean);
     if (!(afterMean <= lower && tailMean <= lower)) continue;
     // Only a candidate stronger than the best so far can take its place: its p-value is read then
