@@ -213,6 +213,9 @@ export class DetectorEngine {
   }
 
   private apply(run: RunState, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
+    // Most evaluations find nothing where nothing held: nothing to fire, resolve or forget.
+    if (drafts.length === 0 && this.activeKeys(run.id, d.id) === undefined && (this.pending.get(run.id)?.size ?? 0) === 0)
+      return NO_TRANSITIONS;
     const out: Transition[] = [];
     // The keys of the drafts judged (most evaluations find nothing: no set is made for them).
     let seen = null as Set<string> | null;
@@ -225,20 +228,21 @@ export class DetectorEngine {
       const active = this.active.get(key);
       // A finding not yet fired is judged against the one that held once before it.
       const prev = active ?? pending.get(key);
+      // One story: the round and step go with the message and evidence. Within a round and series
+      // the step at which the finding first held stays; when a run-scoped finding moves on to
+      // another round or series (a later round fell further), its place moves with its story.
+      const stays = prev !== undefined && samePlace(prev, draft);
       const finding: Finding = {
         detector: d.id,
         severity: draft.severity,
         run: run.id,
-        // One story: the round and step go with the message and evidence. Within a round and series
-        // the step at which the finding first held stays; when a run-scoped finding moves on to
-        // another round or series (a later round fell further), its place moves with its story.
-        round: prev !== undefined && samePlace(prev, draft) ? prev.round : draft.round,
-        step: prev !== undefined && samePlace(prev, draft) ? prev.step : draft.step,
+        round: stays ? prev.round : draft.round,
+        step: stays ? prev.step : draft.step,
         message: draft.message,
         evidence: draft.evidence,
         recommendation: draft.recommendation,
-        ...(draft.series !== undefined ? { series: draft.series } : {}),
       };
+      if (draft.series !== undefined) finding.series = draft.series;
       if (active === undefined) {
         // Held at two evaluations in a row (or at a decisive one, or a fact): it fires.
         if (decisive || d.immediate === true || pending.has(key)) {
