@@ -26,6 +26,8 @@ const FULL = 1;
 const FIRST = 2;
 const MIDDLE = 3;
 const LAST = 4;
+/** The CRC32 of each type byte a chunk's CRC starts from (a chunk's CRC covers its type, then its data). */
+const TYPE_CRC = Array.from({ length: 256 }, (_, t) => crc32(Uint8Array.of(t)));
 
 export interface WandbChunks {
   /** The data of every complete record, in order. */
@@ -84,7 +86,7 @@ export function wandbRecords(buf: Uint8Array, at: number): WandbChunks {
     const end = pos + CHUNK_HEADER + len;
     if (end > buf.length) break;
     const data = buf.subarray(pos + CHUNK_HEADER, end);
-    const ok = crc32(data, crc32(buf.subarray(pos + 6, pos + 7))) >>> 0 === crc;
+    const ok = crc32(data, TYPE_CRC[type]!) >>> 0 === crc;
     pos = end;
     if (!ok) {
       bad++;
