@@ -86,7 +86,7 @@ export function wandbRecords(buf: Uint8Array, at: number): WandbChunks {
     const end = pos + CHUNK_HEADER + len;
     if (end > buf.length) break;
     const data = buf.subarray(pos + CHUNK_HEADER, end);
-    const ok = crc32(data, TYPE_CRC[type]!) >>> 0 === crc;
+    const ok = crc32(data, TYPE_CRC[type]) >>> 0 === crc;
     pos = end;
     if (!ok) {
       bad++;
