@@ -192,7 +192,7 @@ export class RoundState {
     slot.owner ??= source;
     if (slot.owner !== source && !this.continues(slot, source)) this.duplicates++;
     // One source of two files writing the same steps: the first value of a step counts, its copy does not.
-    else if (copies && slot.stats.latest !== null && step <= slot.stats.latest) this.duplicates++;
+    else if (copies && slot.stats.reaches(step)) this.duplicates++;
     else slot.stats.add(step, value);
     return fresh;
   }

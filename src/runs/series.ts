@@ -84,6 +84,12 @@ export class SeriesStats {
     return Number.isNaN(this.latest_) ? null : this.latest_;
   }
 
+  /** Whether the series has a value (a non-finite one included) at `step` or later: `latest` >= step, without a number made for the null of none. */
+  reaches(step: number): boolean {
+    // (false while latest_ is NaN)
+    return step <= this.latest_;
+  }
+
   /** NaN and infinities are counted (a detector reports them), never mixed into the statistics. */
   add(step: number, v: number): void {
     // (false while latest_ is NaN)
