@@ -91,7 +91,8 @@ const VERL_KEYS = [
   'val-core/gsm8k/reward/mean@1',
 ];
 
-// The cache is written after one `analyze` of a small run, so it holds what analyze compiles.
+// The cache is written after one `analyze` of two small runs (a selector's reward history and a
+// verl run's W&B file), so it holds what analyze compiles for either.
 const tmp = mkdtempSync(path.join(tmpdir(), 'barwatch-bundle-'));
 try {
   const file = path.join(tmp, 'run', 'outputs', 'selector_round1', 'reward_history.jsonl');
