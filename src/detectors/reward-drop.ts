@@ -137,7 +137,6 @@ export const rewardDrop: Detector<P> = {
       const before = seg(s1, s2, Math.max(0, k - p.before_points), k);
       const w = welch(before, seg(s1, s2, k, k + minAfter));
       const best = { k, before, after: seg(s1, s2, k, n), t: w.t, p: w.pLower };
-      const tail = { mean: tailMean };
       const fell = 1 - best.after.mean / best.before.mean;
       out.push({
         round: r.round,
@@ -151,7 +150,7 @@ export const rewardDrop: Detector<P> = {
           before_steps: best.before.n,
           after_mean: r4(best.after.mean),
           after_steps: best.after.n,
-          recent_mean: r4(tail.mean),
+          recent_mean: r4(tailMean),
           fell_by: r4(fell),
           welch_t: Math.round(best.t * 100) / 100,
           p: Number(best.p.toPrecision(2)),

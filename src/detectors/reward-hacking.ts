@@ -11,6 +11,7 @@ import type { RoundState } from '../runs/round.js';
 import type { SeriesStats } from '../runs/series.js';
 import { moments, welch } from '../stats/inference.js';
 import type { Moments } from '../stats/inference.js';
+import { seriesNamed } from '../runs/quantities.js';
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
 import { memoByName } from '../util/memo.js';
@@ -44,18 +45,8 @@ function componentOf(name: string): string | null {
   return m !== null && SHAPING.test(m[1]!) && !TASK.test(m[1]!) ? name : null;
 }
 
-/** A round's shaping components, in the order of its series, as last found: found again when the round has more series. */
-const found = new WeakMap<RoundState, { series: number; components: { name: string; stats: SeriesStats }[] }>();
-
-function componentsOf(r: RoundState): { name: string; stats: SeriesStats }[] {
-  let f = found.get(r);
-  if (f === undefined || f.series !== r.series.size) {
-    f = { series: r.series.size, components: [] };
-    for (const [name, stats] of r.series) if (component(name) !== null) f.components.push({ name, stats });
-    found.set(r, f);
-  }
-  return f.components;
-}
+/** Whether a series is a shaping component (format, length, style). */
+const isComponent = (name: string): boolean => component(name) !== null;
 
 function taskSeries(r: RoundState): { name: string; stats: SeriesStats } | null {
   // A BAR-RAG selector aims its accuracy at c, not up: its task is the boundary reward.
@@ -90,7 +81,7 @@ export const rewardHacking: Detector<P> = {
       if (!(t.early.mean - t.late.mean >= p.min_fall)) continue;
       const tw = welch(t.early, t.late);
       if (!(tw.pLower < p.alpha)) continue;
-      for (const { name, stats: s } of componentsOf(r)) {
+      for (const { name, stats: s } of seriesNamed(r, isComponent)) {
         if (name === task.name || s.history.length < p.min_points) continue;
         const c = split(s);
         if (!(c.late.mean - c.early.mean >= p.min_rise)) continue;

@@ -5,10 +5,8 @@
  * `val-core/<set>/<var>/mean@N`, HF `eval_*` accuracies and rewards); they are logged every few
  * steps, so levels are means of `points` validations.
  */
-import type { RoundState } from '../runs/round.js';
-import type { SeriesStats } from '../runs/series.js';
 import type { Points } from '../stats/rolling.js';
-import { isValidationScore, seriesFor } from '../runs/quantities.js';
+import { isValidationScore, seriesFor, seriesNamed } from '../runs/quantities.js';
 import { mean, r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -37,19 +35,6 @@ function meanBetween(t: Points, from: number, to: number): number | null {
   return n === 0 ? null : sum / n;
 }
 
-/** A round's validation scores, in the order of its series, as last found: found again when the round has more series. */
-const found = new WeakMap<RoundState, { series: number; scores: { name: string; stats: SeriesStats }[] }>();
-
-function validationSeries(r: RoundState): { name: string; stats: SeriesStats }[] {
-  let f = found.get(r);
-  if (f === undefined || f.series !== r.series.size) {
-    f = { series: r.series.size, scores: [] };
-    for (const [name, stats] of r.series) if (isValidationScore(name)) f.scores.push({ name, stats });
-    found.set(r, f);
-  }
-  return f.scores;
-}
-
 export const validationDecline: Detector<P> = {
   id: 'validation-decline',
   cleared: 'the validation score is back near its best, or the training reward fell with it',
@@ -64,7 +49,7 @@ export const validationDecline: Detector<P> = {
       const train = seriesFor(r, 'reward');
       if (train === null) continue;
       let tp: Points | null = null;
-      for (const { name, stats: s } of validationSeries(r)) {
+      for (const { name, stats: s } of seriesNamed(r, isValidationScore)) {
         if (s.history.length < 2 * p.points) continue;
         const { steps, values } = s.history.points();
         const n = values.length;

@@ -57,18 +57,38 @@ export const SPELLINGS: Record<Quantity, readonly string[]> = {
 
 type Found = { name: string; stats: SeriesStats } | null;
 
+type Named = { name: string; stats: SeriesStats };
+
 /**
- * What seriesFor found in each round, while the round has as many series as then (a round's
- * series are only ever added): the detectors ask for the same quantities at every evaluation.
+ * What seriesFor and seriesNamed found in each round, while the round has as many series as then
+ * (a round's series are only ever added): the detectors ask the same questions at every evaluation.
  */
-const found = new WeakMap<RoundState, { series: number; by: Map<Quantity, Found> }>();
+const found = new WeakMap<RoundState, { series: number; by: Map<Quantity, Found>; named: Map<(name: string) => boolean, Named[]> }>();
+
+function foundIn(round: RoundState): { by: Map<Quantity, Found>; named: Map<(name: string) => boolean, Named[]> } {
+  let memo = found.get(round);
+  if (memo === undefined || memo.series !== round.series.size)
+    found.set(round, (memo = { series: round.series.size, by: new Map(), named: new Map() }));
+  return memo;
+}
 
 /** The first series of a round that carries `q`, or null. */
 export function seriesFor(round: RoundState, q: Quantity): Found {
-  let memo = found.get(round);
-  if (memo === undefined || memo.series !== round.series.size) found.set(round, (memo = { series: round.series.size, by: new Map() }));
-  let f = memo.by.get(q);
-  if (f === undefined) memo.by.set(q, (f = findSeries(round, q)));
+  const memo = foundIn(round).by;
+  let f = memo.get(q);
+  if (f === undefined) memo.set(q, (f = findSeries(round, q)));
+  return f;
+}
+
+/** The series of a round whose names `pick` takes (validation scores, reward components), in the round's order. */
+export function seriesNamed(round: RoundState, pick: (name: string) => boolean): readonly Named[] {
+  const memo = foundIn(round).named;
+  let f = memo.get(pick);
+  if (f === undefined) {
+    f = [];
+    for (const [name, stats] of round.series) if (pick(name)) f.push({ name, stats });
+    memo.set(pick, f);
+  }
   return f;
 }
 

@@ -137,10 +137,11 @@ function median(xs: ArrayLike<number>, from = 0, to = xs.length): number {
       }
       s[j] = x;
     }
-  } else
-    s = (
-      from === 0 && to === xs.length ? Float64Array.from(xs) : Float64Array.from(Array.prototype.slice.call(xs, from, to) as number[])
-    ).sort();
+  } else {
+    s = new Float64Array(n);
+    for (let i = 0; i < n; i++) s[i] = xs[from + i]!;
+    s.sort();
+  }
   const m = n >> 1;
   return n % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
