@@ -329,8 +329,9 @@ export class Daemon {
       }
       if (t.length > 0) this.onTransitions(t);
     }
-    // The folder watcher looks for roots it waits for (and lists every folder again at one sweep in
-    // ten, against a lost inotify event); chokidar's missed files are found by a walk.
+    // The folder watcher looks for roots it waits for (and lists a tenth of the folders again at
+    // each sweep, every folder once in ten, against a lost inotify event); chokidar's missed files
+    // are found by a walk.
     const w = this.phase.name === 'following' ? this.phase.watcher : null;
     this.looking ??= (w?.rescan !== undefined ? w.rescan() : this.lookForMissed()).finally(() => (this.looking = null));
   }
