@@ -15,7 +15,7 @@ import { tempDir } from './helpers/fs.js';
 import { RUN_SETTINGS, writeRun } from './helpers/run.js';
 import { firstDiff } from './helpers/diff.js';
 import { writeAtomic } from '../src/state/atomic.js';
-import { Curve, type CurveColumns } from '../src/stats/rolling.js';
+import { Curve, CURVE_FIELDS, History, packDoubles, RollingWindow, type CurveColumns, type HistoryJSON } from '../src/stats/rolling.js';
 import { DEFAULTS } from './helpers/defaults.js';
 
 const opts = () => ({
@@ -200,11 +200,50 @@ describe('pipeline', () => {
     assert.deepEqual(fit(before).parts, []);
     const restored = (state: ReadState): unknown => new Pipeline(opts(), state).state().runs;
     assert.deepEqual(restored(fit(before).state!), restored(fit(saved).state!));
+    // A state saved before the numbers were packed (curves as columns, windows and histories as
+    // numbers) fits whole and gives the same state.
+    const unpacked = JSON.parse(JSON.stringify(saved)) as ReadState;
+    const numbers = (j: HistoryJSON): HistoryJSON => {
+      const { steps, values } = History.from(j).points();
+      return { size: j.size, steps: [...steps], values: [...values] };
+    };
+    for (const run of unpacked.runs)
+      for (const r of run.rounds) {
+        r.arrivals = numbers(r.arrivals);
+        if (r.stepTimes !== undefined) r.stepTimes = numbers(r.stepTimes);
+        for (const s of Object.values(r.series)) {
+          const buckets = Curve.from(s.curve).buckets();
+          const col = (f: (b: (typeof buckets)[number]) => number | undefined): (number | null)[] => buckets.map((b) => f(b) ?? null);
+          s.curve = {
+            size: s.curve.size,
+            per: s.curve.per,
+            firstStep: buckets.map((b) => b.firstStep),
+            lastStep: buckets.map((b) => b.lastStep),
+            n: buckets.map((b) => b.n),
+            mean: col((b) => b.mean),
+            m2: col((b) => b.m2),
+            min: col((b) => b.min),
+            max: col((b) => b.max),
+          };
+          s.history = numbers(s.history);
+          s.window = { size: s.window.size, values: [...RollingWindow.from(s.window).values()] };
+        }
+      }
+    assert.ok(!JSON.stringify(unpacked).includes('"packed"') && !JSON.stringify(unpacked).includes('"store"'));
+    assert.deepEqual(fit(unpacked).parts, []);
+    assert.deepEqual(restored(fit(unpacked).state!), restored(fit(saved).state!));
     // Columns of different lengths: that run is set aside.
-    const ragged = JSON.parse(JSON.stringify(saved)) as ReadState;
+    const ragged = JSON.parse(JSON.stringify(unpacked)) as ReadState;
     const curve = Object.values(ragged.runs[0]!.rounds[0]!.series)[0]!.curve as CurveColumns;
     curve.mean.pop();
     assert.deepEqual(fit(ragged).parts, ['runs[0]']);
+    // A packed curve whose numbers are not whole buckets, a packed history that is not base64: set aside.
+    const cut = JSON.parse(JSON.stringify(saved)) as ReadState;
+    Object.values(cut.runs[0]!.rounds[0]!.series)[0]!.curve = { size: 128, per: 1, store: packDoubles(new Float64Array(CURVE_FIELDS + 1)) };
+    assert.deepEqual(fit(cut).parts, ['runs[0]']);
+    const garbled = JSON.parse(JSON.stringify(saved)) as ReadState;
+    Object.values(garbled.runs[1]!.rounds[0]!.series)[0]!.history = { size: 256, packed: 'not base64!' };
+    assert.deepEqual(fit(garbled).parts, ['runs[1]']);
     // A run whose rounds are not a list: it and its files' checkpoints go, the other run stays.
     const broken = JSON.parse(JSON.stringify(saved)) as ReadState;
     const at = broken.runs.findIndex((r) => r.id === dirs[0]);

@@ -1,6 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Curve, Ewma, History, releaseSharedPoints, RollingWindow, RunningStats, type CurveColumns } from '../src/stats/rolling.js';
+import {
+  Curve,
+  Ewma,
+  History,
+  packDoubles,
+  packedCount,
+  releaseSharedPoints,
+  RollingWindow,
+  RunningStats,
+  unpackDoubles,
+  type CurveColumns,
+  type CurvePacked,
+} from '../src/stats/rolling.js';
 import { normal, rng } from '../src/sim/random.js';
 import { RoundState } from '../src/runs/round.js';
 import { SeriesStats } from '../src/runs/series.js';
@@ -179,9 +191,8 @@ describe('bounded memory', () => {
     };
     const old = Curve.from(saved);
     assert.deepEqual(old.buckets(), saved.buckets);
-    // Saved again as columns, the unknown ones null in the text, and read back the same.
-    const text = JSON.stringify(old.toJSON());
-    assert.deepEqual(JSON.parse(text), {
+    // The columns of the states saved after the objects and before the packed numbers: read the same.
+    const columns: CurveColumns = {
       size: 4,
       per: 2,
       firstStep: [1, 3, 5],
@@ -191,8 +202,12 @@ describe('bounded memory', () => {
       m2: [null, 0.5, 0],
       min: [null, 3, 5],
       max: [null, 4, 5],
-    });
-    const c = Curve.from(JSON.parse(text) as CurveColumns);
+    };
+    assert.deepEqual(Curve.from(columns).buckets(), saved.buckets);
+    // Saved again packed, the unknown ones kept as unknown (NaN), and read back the same.
+    const text = JSON.stringify(old.toJSON());
+    assert.deepEqual(Object.keys(JSON.parse(text) as object), ['size', 'per', 'store']);
+    const c = Curve.from(JSON.parse(text) as CurvePacked);
     assert.deepEqual(c.buckets(), saved.buckets);
     assert.equal(JSON.stringify(c.toJSON()), text);
     assert.deepEqual(c.total(), { n: 5, mean: 3, m2: 9.5, min: null, max: null });
@@ -213,6 +228,46 @@ describe('bounded memory', () => {
     );
     assert.deepEqual(c.means(), [2.5, 6.5, 9]);
     assert.deepEqual(c.headMean(5), { mean: 4.5, n: 8, lastStep: 8 });
+  });
+});
+
+describe('packed numbers (the saved window, history and curve)', () => {
+  test('every double comes back bit for bit: NaN, infinities, -0, the least and the greatest', () => {
+    const xs = new Float64Array([0, -0, 1.5, -2.25, NaN, Infinity, -Infinity, Number.MIN_VALUE, Number.MAX_VALUE, 0.1 + 0.2, 1e-310]);
+    const text = packDoubles(xs);
+    assert.equal(packedCount(text), xs.length);
+    const back = unpackDoubles(text);
+    assert.deepEqual(new Uint8Array(back.buffer), new Uint8Array(xs.buffer));
+    // A part of a larger array, at an offset: only that part.
+    assert.deepEqual([...unpackDoubles(packDoubles(xs.subarray(2, 4)))], [1.5, -2.25]);
+    assert.equal(packDoubles(new Float64Array(0)), '');
+    assert.equal(packedCount(''), 0);
+  });
+
+  test('a text that is not packed doubles is told apart', () => {
+    assert.equal(packedCount('not base64!'), null);
+    // Base64, but of 6 bytes: not a whole number of doubles.
+    assert.equal(packedCount(Buffer.from('abcdef').toString('base64')), null);
+    assert.equal(packedCount('AAAA'), null);
+    assert.equal(packedCount(packDoubles(new Float64Array(3))), 3);
+  });
+
+  test('window and history round-trip packed, and still read the numbers of earlier states', () => {
+    const w = new RollingWindow(4);
+    const h = new History(4);
+    for (let i = 1; i <= 6; i++) {
+      w.push(i / 3);
+      h.push(i * 10, i / 7);
+    }
+    const w2 = RollingWindow.from(viaJson(w.toJSON()));
+    assert.deepEqual([...w2.values()], [...w.values()]);
+    assert.equal(w2.mean, w.mean);
+    const h2 = History.from(viaJson(h.toJSON()));
+    assert.deepEqual(h2.points(), h.points());
+    // The numbers of states saved before, and a smaller room than was saved: the newest kept.
+    assert.deepEqual([...RollingWindow.from({ size: 4, values: [1, 2, 3, 4] }, 2).values()], [3, 4]);
+    assert.deepEqual(History.from({ size: 4, steps: [1, 2, 3], values: [5, 6, 7] }, 2).points(), { steps: [2, 3], values: [6, 7] });
+    assert.deepEqual(History.from(h.toJSON(), 2).points(), { steps: [50, 60], values: [5 / 7, 6 / 7] });
   });
 });
 

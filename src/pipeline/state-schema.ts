@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { FORMAT_IDS, type ParsedRecord } from '../parsers/types.js';
 import { INPUT_IDS, type FileKind } from '../parsers/index.js';
+import { CURVE_FIELDS, packedCount } from '../stats/rolling.js';
 
 const EARLIER_NAMES = {
   tfevents: 'tensorboard',
@@ -51,13 +52,31 @@ export const fileCheckpoint = z.looseObject({
   nulls: z.record(z.string(), z.looseObject({ count, first: numOrNull, last: numOrNull })).optional(),
 });
 
-const history = z.looseObject({ size: count.min(1), steps: z.array(num), values: z.array(num) });
+/** Numbers packed by packDoubles, `per` at a time (a history's steps and values, a curve's buckets). */
+const packed = (per: number, what: string) =>
+  z.string().refine(
+    (t) => {
+      const n = packedCount(t);
+      return n !== null && n % per === 0;
+    },
+    { message: `not ${what} packed as base64` },
+  );
+const history = z.union([
+  z.looseObject({ size: count.min(1), packed: packed(2, 'steps and values') }),
+  // States saved before the packed numbers.
+  z.looseObject({ size: count.min(1), steps: z.array(num), values: z.array(num) }),
+]);
 const series = z.looseObject({
   summary: z.looseObject({ n: count, mean: numOrNull, m2: numOrNull, min: numOrNull, max: numOrNull }),
-  window: z.looseObject({ size: count.min(1), values: z.array(numOrNull) }),
+  window: z.union([
+    z.looseObject({ size: count.min(1), packed: packed(1, 'values') }),
+    z.looseObject({ size: count.min(1), values: z.array(numOrNull) }),
+  ]),
   ewma: z.looseObject({ alpha: num.gt(0).lte(1), n: count, mean: numOrNull, variance: numOrNull }),
   history,
   curve: z.union([
+    z.looseObject({ size: count.min(1), per: count.min(1), store: packed(CURVE_FIELDS, 'buckets') }),
+    // States saved before the packed numbers: the buckets' numbers column by column.
     z
       .looseObject({
         size: count.min(1),

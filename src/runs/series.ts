@@ -1,6 +1,6 @@
 /** One series of one round (e.g. selector round 2, `boundary`): every statistic barwatch keeps of it. */
 import { Curve, Ewma, History, RollingWindow, RunningStats } from '../stats/rolling.js';
-import type { CurveColumns, CurveJSON, EwmaJSON, HistoryJSON, RunningStatsJSON, WindowJSON } from '../stats/rolling.js';
+import type { CurveColumns, CurveJSON, CurvePacked, EwmaJSON, HistoryJSON, RunningStatsJSON, WindowJSON } from '../stats/rolling.js';
 
 export interface StatsOptions {
   /** Values in the rolling window (mean, variance). */
@@ -39,7 +39,7 @@ export interface SeriesJSON {
   window: WindowJSON;
   ewma: EwmaJSON;
   history: HistoryJSON;
-  curve: CurveColumns | CurveJSON;
+  curve: CurvePacked | CurveColumns | CurveJSON;
   nonfinite: NonFinite;
   lastStep: number | null;
   lastValue: number | null;

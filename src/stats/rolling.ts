@@ -7,7 +7,42 @@
  * - Ewma: exponentially weighted mean and variance.
  * - History: the last H (step, value) points, for detectors that need the shape of a series.
  * - Curve: a whole round downsampled to at most B buckets (pairs merge when full).
+ *
+ * The window, the history and the curve save their numbers packed (packDoubles): a daemon saves
+ * every busy round's statistics every 30 s, and JSON numbers were most of that save's cost.
  */
+
+/** Whether this machine stores doubles little-endian (packed doubles are little-endian everywhere). */
+const LITTLE_ENDIAN = new Uint8Array(new Float64Array([1]).buffer)[7] === 0x3f;
+
+/**
+ * Doubles as the base64 of their little-endian bytes: exact (NaN, infinities and -0 stay as they
+ * are, where JSON makes NaN null) and written and read several times faster than JSON numbers
+ * (1,800 series of 800 steps: the curves in 17 ms instead of 79 ms; BENCHMARKS.md, session 19).
+ */
+export function packDoubles(xs: Float64Array): string {
+  const bytes = Buffer.from(xs.buffer, xs.byteOffset, xs.byteLength);
+  return (LITTLE_ENDIAN ? bytes : Buffer.from(bytes).swap64()).toString('base64');
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** How many doubles `text` packs (packDoubles), or null when it is not such a text. */
+export function packedCount(text: string): number | null {
+  if (text.length % 4 !== 0 || !BASE64.test(text)) return null;
+  const bytes = (text.length / 4) * 3 - (text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0);
+  return bytes % 8 === 0 ? bytes / 8 : null;
+}
+
+/** The doubles packDoubles wrote (the text checked with packedCount). */
+export function unpackDoubles(text: string): Float64Array {
+  const bytes = Buffer.from(text, 'base64');
+  if (!LITTLE_ENDIAN) bytes.swap64();
+  // A copy: the decoded bytes may sit at any offset of a shared pool, not at a multiple of 8.
+  const out = new Float64Array(Math.floor(bytes.length / 8));
+  new Uint8Array(out.buffer).set(bytes.subarray(0, out.length * 8));
+  return out;
+}
 
 export interface RunningStatsJSON {
   n: number;
@@ -74,10 +109,8 @@ export class RunningStats {
   }
 }
 
-export interface WindowJSON {
-  size: number;
-  values: number[];
-}
+/** A window as a state saves it: its values oldest first, packed (packDoubles); states saved before, as numbers. */
+export type WindowJSON = { size: number; packed: string } | { size: number; values: number[] };
 
 /**
  * Mean and variance of the last `size` values. Values live in a ring buffer; the statistics are
@@ -152,12 +185,16 @@ export class RollingWindow {
   }
 
   toJSON(): WindowJSON {
-    return { size: this.size, values: [...this.values()] };
+    const values = new Float64Array(this.count);
+    const start = (this.head - this.count + this.size) % this.size;
+    for (let i = 0; i < this.count; i++) values[i] = this.buf[(start + i) % this.size]!;
+    return { size: this.size, packed: packDoubles(values) };
   }
 
   static from(j: WindowJSON, size = j.size): RollingWindow {
     const w = new RollingWindow(size);
-    for (const x of j.values.slice(-size)) w.push(x);
+    const values = 'packed' in j ? unpackDoubles(j.packed) : j.values;
+    for (let i = Math.max(0, values.length - size); i < values.length; i++) w.push(values[i]!);
     return w;
   }
 }
@@ -227,11 +264,11 @@ export class Ewma {
   }
 }
 
-export interface HistoryJSON {
-  size: number;
-  steps: number[];
-  values: number[];
-}
+/**
+ * A history as a state saves it: its steps, then its values, oldest first, packed (packDoubles);
+ * states saved before, as numbers.
+ */
+export type HistoryJSON = { size: number; packed: string } | { size: number; steps: number[]; values: number[] };
 
 /** Points of a History, oldest first: shared by every reader until the history changes, so never written to. */
 export interface Points {
@@ -362,11 +399,25 @@ export class History {
   }
 
   toJSON(): HistoryJSON {
-    return { size: this.size, ...this.copy(this.count) };
+    const n = this.count;
+    const both = new Float64Array(2 * n);
+    let j = (this.head - n + this.size) % this.size;
+    for (let i = 0; i < n; i++) {
+      both[i] = this.steps[j]!;
+      both[n + i] = this.vals[j]!;
+      if (++j === this.size) j = 0;
+    }
+    return { size: this.size, packed: packDoubles(both) };
   }
 
   static from(j: HistoryJSON, size = j.size): History {
     const h = new History(size);
+    if ('packed' in j) {
+      const both = unpackDoubles(j.packed);
+      const n = both.length >> 1;
+      for (let i = Math.max(0, n - size); i < n; i++) h.push(both[i]!, both[n + i]!);
+      return h;
+    }
     const from = Math.max(0, j.steps.length - size);
     for (let i = from; i < j.steps.length; i++) h.push(j.steps[i]!, j.values[i]!);
     return h;
@@ -394,10 +445,8 @@ export interface CurveJSON {
 }
 
 /**
- * A curve as a state saves it: its buckets' numbers field by field (oldest first), absent ones
- * (m2, min and max of states saved before they were kept) as null, or NaN before JSON.stringify
- * makes them null: a third smaller than an object a bucket, and faster to make and write
- * (BENCHMARKS.md, session 17).
+ * A curve as states saved it before CurvePacked (still read): its buckets' numbers field by field
+ * (oldest first), absent ones (m2, min and max of states saved before they were kept) as null.
  */
 export interface CurveColumns {
   size: number;
@@ -411,6 +460,16 @@ export interface CurveColumns {
   max: (number | null)[];
 }
 
+/**
+ * A curve as a state saves it: its store (CURVE_FIELDS numbers a bucket: first step, last step,
+ * count, mean, m2, least, greatest; oldest bucket first), packed (packDoubles).
+ */
+export interface CurvePacked {
+  size: number;
+  per: number;
+  store: string;
+}
+
 /** A bucket's numbers in Curve's store, FIELDS numbers a bucket. */
 const FIRST = 0;
 const LAST = 1;
@@ -420,6 +479,8 @@ const M2 = 4;
 const MIN = 5;
 const MAX = 6;
 const FIELDS = 7;
+/** Numbers a bucket in CurvePacked's store. */
+export const CURVE_FIELDS = FIELDS;
 /** Buckets a curve holds room for at first; the room doubles up to its size. */
 const FIRST_ROOM = 8;
 
@@ -680,23 +741,20 @@ export class Curve {
     return buckets;
   }
 
-  toJSON(): CurveColumns {
-    const n = this.count;
-    const s = this.store;
-    const cols: number[][] = [];
-    for (let f = 0; f < FIELDS; f++) {
-      const col = new Array<number>(n);
-      for (let i = 0; i < n; i++) col[i] = s[i * FIELDS + f]!;
-      cols.push(col);
-    }
-    const [firstStep, lastStep, count, mean, m2, min, max] = cols as [number[], number[], number[], number[], number[], number[], number[]];
-    return { size: this.size, per: this.per, firstStep, lastStep, n: count, mean, m2, min, max };
+  toJSON(): CurvePacked {
+    return { size: this.size, per: this.per, store: packDoubles(this.store.subarray(0, this.count * FIELDS)) };
   }
 
-  /** A curve from its state, as CurveColumns or as states saved before them (CurveJSON). */
-  static from(j: CurveColumns | CurveJSON): Curve {
+  /** A curve from its state: CurvePacked, or as states saved before it (CurveColumns, CurveJSON). */
+  static from(j: CurvePacked | CurveColumns | CurveJSON): Curve {
     const c = new Curve(j.size);
     c.per = j.per;
+    if ('store' in j) {
+      const s = unpackDoubles(j.store);
+      for (let at = 0; at + FIELDS <= s.length; at += FIELDS)
+        c.put(s[at + FIRST]!, s[at + LAST]!, s[at + COUNT]!, s[at + MEAN]!, s[at + M2]!, s[at + MIN]!, s[at + MAX]!);
+      return c;
+    }
     if ('buckets' in j) {
       for (const b of j.buckets) c.put(b.firstStep, b.lastStep, b.n, b.mean ?? NaN, b.m2 ?? NaN, b.min ?? NaN, b.max ?? NaN);
       return c;
