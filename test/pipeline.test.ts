@@ -363,4 +363,53 @@ describe('pipeline', () => {
     assert.equal(sel(c).lastStep, 20);
     await c.close();
   });
+
+  test("with trusted events, a round's other file is read only when an event or a sweep marked it; a step past it waits for it", async () => {
+    const dir = tempDir();
+    const round = path.join(dir, 'outputs', 'selector_round1');
+    mkdirSync(round, { recursive: true });
+    const history = path.join(round, 'reward_history.jsonl');
+    const log = path.join(round, 'train.log');
+    writeFileSync(history, `${JSON.stringify({ step: 1, boundary: 0.5 })}\n`);
+    writeFileSync(log, 'step=1 loss=0.3\n');
+    let now = 1_000_000;
+    const p = new Pipeline({ ...opts(), tail: { ...DEFAULTS.tail, sync: true, trustEvents: true }, now: () => now, live: true });
+    for (const f of [history, log]) {
+      const found = (await discover([dir])).files.find((x) => x.file === f)!;
+      p.track(f, found.kind, found.place);
+    }
+    await p.read(history);
+    const src = (f: string) => p.sources.get(f)!;
+    const sel = () => p.registry.get(dir)!.round('selector', 1)!;
+    assert.equal(src(log).counters.lines, 1, 'a file never read is read with its round');
+    // train.log grows, but its event has not come yet: the read of reward_history leaves it, and
+    // reward_history's step 2, past train.log's step 1, waits for it (train.log read 0 s ago).
+    appendFileSync(log, 'step=2 loss=0.2\n');
+    appendFileSync(history, `${JSON.stringify({ step: 2, boundary: 0.4 })}\n`);
+    now += 100;
+    p.changed(history);
+    await p.read(history);
+    assert.equal(src(log).counters.lines, 1);
+    assert.equal(sel().series.get('boundary')!.summary.n, 1);
+    assert.equal(src(history).held.length, 1);
+    // Its event: both files' step 2 go in, in order.
+    p.changed(log);
+    await p.read(history);
+    assert.equal(src(log).counters.lines, 2);
+    assert.equal(sel().series.get('boundary')!.summary.n, 2);
+    assert.equal(sel().series.get('loss')!.summary.n, 2);
+    assert.equal(src(history).held.length, 0);
+    // Without trusted events (chokidar), every file of the round is read at each read.
+    const q = new Pipeline({ ...opts(), now: () => now, live: true });
+    for (const f of [history, log]) {
+      const found = (await discover([dir])).files.find((x) => x.file === f)!;
+      q.track(f, found.kind, found.place);
+    }
+    await q.read(history);
+    appendFileSync(log, 'step=3 loss=0.1\n');
+    await q.read(history);
+    assert.equal(q.sources.get(log)!.counters.lines, 3);
+    await p.close();
+    await q.close();
+  });
 });

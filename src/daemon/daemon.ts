@@ -300,6 +300,7 @@ export class Daemon {
       if (kind === null) return;
       p.track(file, kind, placeFile(file, kind));
     }
+    p.changed(file);
     this.queue.schedule(file);
     // chokidar drops a file's change events for 50 ms after one it emits: one more read a little
     // later. The folder watcher reports every inotify event; an append after a read raises its own.
@@ -314,6 +315,7 @@ export class Daemon {
     for (const [file, src] of p.sources) {
       // A missed rename costs at most one sweep too: every path is looked at again.
       src.suspectPath();
+      p.changed(file);
       this.queue.schedule(file);
     }
     for (const run of p.registry.all()) {

@@ -295,6 +295,8 @@ export class Pipeline {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
     await this.open(src);
+    // Cleared before the read: an event that comes while it is under way marks the file again.
+    src.unread = false;
     try {
       const out = await src.poll(into, this.opts.now(), maxBytes);
       if (this.failing.recovered(file)) this.opts.log.info({ file }, 'file readable again');
@@ -306,6 +308,12 @@ export class Pipeline {
       }
       return 'idle';
     }
+  }
+
+  /** A watcher's event or a sweep says `file` may have grown (FileSource.unread). */
+  changed(file: string): void {
+    const src = this.sources.get(file);
+    if (src !== undefined) src.unread = true;
   }
 
   /**
@@ -618,7 +626,7 @@ export class Pipeline {
     // (and owns a series both log) whichever the watcher reported first.
     const group = [...(this.byRound.get(roundOf(src.place)) ?? [src])].sort((a, b) => (a.file < b.file ? -1 : 1));
     const out =
-      group.length === 1 && src.held.length === 0 ? await this.poll(file) : ((await this.drainRound(group, hold)).get(src) ?? 'idle');
+      group.length === 1 && src.held.length === 0 ? await this.poll(file) : ((await this.drainRound(group, hold, src)).get(src) ?? 'idle');
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
     const run = this.registry.get(src.place.run);
     if (this.opts.engine !== undefined && run !== undefined) {
@@ -647,8 +655,16 @@ export class Pipeline {
    * something within HOLD_MS: a daemon reads the files of a round one after the other while the
    * trainer writes, so the second can be read to step 26 while the first stood at 8; applied at
    * once, its steps 9 to 26 would be judged without the first file's, a state analyze never sees.
+   *
+   * With `hold` and a watcher whose events are trusted (the folder watcher: one inotify queue, in
+   * the order the writes happened), the round's other files are read only when an event or a
+   * sweep marked them (FileSource.unread): one that raised no event since its last read has
+   * nothing new, and counts as read to its end. A write whose event comes later is read at that
+   * event, and a step read meanwhile past such a file's last step waits for it (the hold), as when
+   * the write comes just after the read. At 200 lines/s into one file of each round, this spared
+   * every read a second read of a file that had not grown (BENCHMARKS.md, session 19).
    */
-  private async drainRound(group: FileSource[], hold: boolean): Promise<Map<FileSource, ReadOutcome>> {
+  private async drainRound(group: FileSource[], hold: boolean, asked: FileSource): Promise<Map<FileSource, ReadOutcome>> {
     const ended = new Map<FileSource, ReadOutcome>();
     interface Lane {
       src: FileSource;
@@ -662,13 +678,14 @@ export class Pipeline {
       /** The step of the last record taken (a record without a step goes with it). */
       step: number;
     }
+    const told = hold && this.opts.tail.trustEvents === true;
     const lanes: Lane[] = group.map((src, index) => ({
       src,
       index,
       batches: src.held.splice(0),
       bi: 0,
       ri: 0,
-      done: false,
+      done: told && src !== asked && !src.unread,
       step: -Infinity,
     }));
     const now = this.opts.now();

@@ -98,6 +98,13 @@ export abstract class FileSource<P extends Parser = Parser> {
   held: Batch[] = [];
   /** The step of the last record of this file applied to its run (null before one with a step). */
   lastStep: number | null = null;
+  /**
+   * Whether the file may hold something not read yet: true until its first read, set by each
+   * watcher event and sweep of it (Pipeline.changed), cleared as a read starts. A daemon whose
+   * watcher's events are trusted reads a round's other files only when they are so marked
+   * (Pipeline.drainRound).
+   */
+  unread = true;
   /** Why nothing of this file is read (a binary file named like a log), or null. */
   refused: string | null = null;
   /** What the last read of the file left out (a W&B export of several runs: all but the first), or null. */
