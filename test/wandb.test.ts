@@ -627,35 +627,45 @@ test('rows the decode thread leaves past its share are decoded by the parser: an
 
 test('a part the reading thread waits for comes back from the decode thread with the records it had not decoded left to the parser', async () => {
   const dir = tempDir();
-  const file = path.join(dir, 'run-hurry.wandb');
-  const w = new WandbWriter(file);
-  w.append(runRecord({ project: 'p', name: 'r', id: 'hurry', start: 1_790_000_000_000, config: {} }));
-  for (let s = 1; s <= 2000; s++)
-    w.append(historyRecord(s, { 'critic/score/mean': Math.sin(s), 'actor/entropy': 1 / s }, 1_790_000_000 + s));
-  w.finish();
-  const whole = readFileSync(file);
-  const alone = JSON.stringify(new WandbParser(DEFAULTS.parser).records(wandbRecords(whole, 0).records));
-  const fd = openSync(file, 'r');
+  const write = (name: string, rows: number): { file: string; whole: Buffer; alone: string } => {
+    const file = path.join(dir, name);
+    const w = new WandbWriter(file);
+    w.append(runRecord({ project: 'p', name: 'r', id: 'hurry', start: 1_790_000_000_000, config: {} }));
+    for (let s = 1; s <= rows; s++)
+      w.append(historyRecord(s, { 'critic/score/mean': Math.sin(s), 'actor/entropy': 1 / s }, 1_790_000_000 + s));
+    w.finish();
+    const whole = readFileSync(file);
+    return { file, whole, alone: JSON.stringify(new WandbParser(DEFAULTS.parser).records(wandbRecords(whole, 0).records)) };
+  };
+  // Long enough (tens of ms to decode) that the thread cannot be done with it before the hurry,
+  // however late this thread runs on a loaded machine.
+  const run = write('run-hurry.wandb', 20_000);
+  const fd = openSync(run.file, 'r');
   try {
-    // Hurried before the thread has the part: it decodes none of it.
-    const hurried = readDecoded('wandb', WANDB_FRAMING.ahead!, fd, whole.length, 0);
+    // Hurried as soon as it is sent: the thread stops at its next look (every 16 records), so at
+    // most a few records are decoded (none when the hurry came before the thread had the part)
+    // and every record after them is left to the parser.
+    const hurried = readDecoded('wandb', WANDB_FRAMING.ahead!, fd, run.whole.length, 0);
     hurried.hurry();
     const part = await hurried.result;
     assert.ok(part !== null && part.ahead instanceof DecodedRows);
-    assert.equal(part.records.length, 2001);
+    assert.equal(part.records.length, 20_001);
+    const from = [...part.ahead.from];
+    const left = from.indexOf(NOT_TRIED);
+    assert.ok(left !== -1 && left < from.length / 2, `records left to the parser from record ${left}`);
     assert.ok(
-      part.ahead.from.every((f) => f === NOT_TRIED),
-      'every record left to the parser',
+      from.slice(left).every((f) => f === NOT_TRIED),
+      'every record after the first left is left',
     );
-    assert.equal(JSON.stringify(new WandbParser(DEFAULTS.parser).records(part.records, part.ahead)), alone);
+    assert.equal(JSON.stringify(new WandbParser(DEFAULTS.parser).records(part.records, part.ahead)), run.alone);
     // Not hurried: it decodes the whole part (a later part's hurry says nothing of this one).
-    const calm = await readDecoded('wandb', WANDB_FRAMING.ahead!, fd, whole.length, 0).result;
+    const calm = await readDecoded('wandb', WANDB_FRAMING.ahead!, fd, run.whole.length, 0).result;
     assert.ok(calm !== null && calm.ahead instanceof DecodedRows);
     assert.ok(
       calm.ahead.from.every((f) => f !== NOT_TRIED),
       'every record decoded ahead',
     );
-    assert.equal(JSON.stringify(new WandbParser(DEFAULTS.parser).records(calm.records, calm.ahead)), alone);
+    assert.equal(JSON.stringify(new WandbParser(DEFAULTS.parser).records(calm.records, calm.ahead)), run.alone);
   } finally {
     closeSync(fd);
   }
