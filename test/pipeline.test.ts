@@ -26,6 +26,19 @@ const opts = () => ({
   log: silentLogger(),
 });
 
+/** A fresh run folder with a selector round's two files (their paths; written by the test). */
+function roundFiles(): { dir: string; history: string; log: string } {
+  const dir = tempDir();
+  const round = path.join(dir, 'outputs', 'selector_round1');
+  mkdirSync(round, { recursive: true });
+  return { dir, history: path.join(round, 'reward_history.jsonl'), log: path.join(round, 'train.log') };
+}
+
+/** Follows every file under `dir`, as a daemon's watcher reports them, without reading them. */
+async function trackRound(p: Pipeline, dir: string): Promise<void> {
+  for (const f of (await discover([dir])).files) p.track(f.file, f.kind, f.place);
+}
+
 async function ingest(p: Pipeline, root: string): Promise<void> {
   const found = await discover([root]);
   for (const f of found.files) {
@@ -303,11 +316,7 @@ describe('pipeline', () => {
   });
 
   test("a daemon holds a file's steps past its round's other file until that one catches up, across a restart, and not for ever", async () => {
-    const dir = tempDir();
-    const round = path.join(dir, 'outputs', 'selector_round1');
-    mkdirSync(round, { recursive: true });
-    const history = path.join(round, 'reward_history.jsonl');
-    const log = path.join(round, 'train.log');
+    const { dir, history, log } = roundFiles();
     const lines = (from: number, to: number, line: (s: number) => string): string =>
       Array.from({ length: to - from + 1 }, (_, i) => line(from + i) + '\n').join('');
     const historyLine = (s: number): string => JSON.stringify({ step: s, boundary: 0.5, total: 0.6 });
@@ -317,10 +326,7 @@ describe('pipeline', () => {
     let now = 1_000_000;
     const live = { ...opts(), now: () => now, live: true };
     const a = new Pipeline(live);
-    for (const f of [history, log]) {
-      const found = (await discover([dir])).files.find((x) => x.file === f)!;
-      a.track(f, found.kind, found.place);
-    }
+    await trackRound(a, dir);
     // reward_history stands at step 3: train.log's steps 4 to 10 wait in its checkpoint.
     await a.read(history);
     await a.read(log);
@@ -337,10 +343,7 @@ describe('pipeline', () => {
     const aside: SetAside[] = [];
     const b = new Pipeline(live, fitReadState(saved, aside));
     assert.deepEqual(aside, []);
-    for (const f of [history, log]) {
-      const found = (await discover([dir])).files.find((x) => x.file === f)!;
-      b.track(f, found.kind, found.place);
-    }
+    await trackRound(b, dir);
     appendFileSync(history, lines(4, 12, historyLine));
     now += 1000;
     await b.read(history);
@@ -365,19 +368,12 @@ describe('pipeline', () => {
   });
 
   test("with trusted events, a round's other file is read only when an event or a sweep marked it; a step past it waits for it", async () => {
-    const dir = tempDir();
-    const round = path.join(dir, 'outputs', 'selector_round1');
-    mkdirSync(round, { recursive: true });
-    const history = path.join(round, 'reward_history.jsonl');
-    const log = path.join(round, 'train.log');
+    const { dir, history, log } = roundFiles();
     writeFileSync(history, `${JSON.stringify({ step: 1, boundary: 0.5 })}\n`);
     writeFileSync(log, 'step=1 loss=0.3\n');
     let now = 1_000_000;
     const p = new Pipeline({ ...opts(), tail: { ...DEFAULTS.tail, sync: true, trustEvents: true }, now: () => now, live: true });
-    for (const f of [history, log]) {
-      const found = (await discover([dir])).files.find((x) => x.file === f)!;
-      p.track(f, found.kind, found.place);
-    }
+    await trackRound(p, dir);
     await p.read(history);
     const src = (f: string) => p.sources.get(f)!;
     const sel = () => p.registry.get(dir)!.round('selector', 1)!;
@@ -401,10 +397,7 @@ describe('pipeline', () => {
     assert.equal(src(history).held.length, 0);
     // Without trusted events (chokidar), every file of the round is read at each read.
     const q = new Pipeline({ ...opts(), now: () => now, live: true });
-    for (const f of [history, log]) {
-      const found = (await discover([dir])).files.find((x) => x.file === f)!;
-      q.track(f, found.kind, found.place);
-    }
+    await trackRound(q, dir);
     await q.read(history);
     appendFileSync(log, 'step=3 loss=0.1\n');
     await q.read(history);

@@ -185,10 +185,7 @@ export class RollingWindow {
   }
 
   toJSON(): WindowJSON {
-    const values = new Float64Array(this.count);
-    const start = (this.head - this.count + this.size) % this.size;
-    for (let i = 0; i < this.count; i++) values[i] = this.buf[(start + i) % this.size]!;
-    return { size: this.size, packed: packDoubles(values) };
+    return { size: this.size, packed: packDoubles(Float64Array.from(this.values())) };
   }
 
   static from(j: WindowJSON, size = j.size): RollingWindow {
