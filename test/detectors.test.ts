@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
 import { suggestThresholds } from '../src/detectors/filter-thresholds.js';
+import { boundaryOscillation, judgeSpan, type SpanVerdict } from '../src/detectors/boundary-oscillation.js';
 import { DETECTORS } from '../src/detectors/index.js';
 import { DETECTOR_IDS } from '../src/detectors/index.js';
 import { FilterStats } from '../src/runs/filter.js';
@@ -18,6 +19,7 @@ import { formatTransition } from '../src/notifiers/console.js';
 import { messageOf } from '../src/notifiers/render.js';
 import type { Detector } from '../src/detectors/types.js';
 import { RunState } from '../src/runs/run.js';
+import { detrend, mannKendall, median, moments, spectralPeak, theilSen, type SpectralPeak } from '../src/stats/inference.js';
 import { confusion, placeMatchesStory, runScenario } from './helpers/confusion.js';
 import { NOISE_MODELS, noiseFalsePositives } from './helpers/noise.js';
 import { asExpectedScenario, EXPECTED, SCENARIO_NAMES, scenarioWrites } from './helpers/scenarios.js';
@@ -81,6 +83,49 @@ describe('boundary-oscillation on long healthy noise', () => {
     // The same judge on the same noise with a swing of period 12 added fires on every round.
     const swing = { ...NOISE_MODELS[3]!, name: 'swing', mean: (x: number) => 0.6 + 0.14 * Math.sin((2 * Math.PI * x * 299) / 12) };
     assert.equal(noiseFalsePositives(swing, 50, 300).firingRounds, 50);
+  });
+});
+
+describe('boundary-oscillation judges a span the same way whatever it computes first', () => {
+  test('judgeSpan, which stops at the first window without a strong peak, agrees with working out every window', () => {
+    const p = boundaryOscillation.defaults;
+    // The judge before it learnt to stop early, kept as the reference.
+    const eager = (values: number[]): SpanVerdict | null => {
+      const hop = Math.floor(p.window / 2);
+      const last = values.slice(-(p.window + (p.windows - 1) * hop));
+      const wins = Array.from({ length: p.windows }, (_, i) => last.slice(i * hop, i * hop + p.window));
+      const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
+      const strong = (k: SpectralPeak | null): k is SpectralPeak => k !== null && k.share > p.min_share && k.amplitude >= p.min_amplitude;
+      const agree = peaks.every(strong) && Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
+      const whole = agree ? spectralPeak(last, p.min_period, p.max_period) : null;
+      const cyclic =
+        whole !== null &&
+        whole.share > p.min_span_share &&
+        whole.contrast >= p.min_contrast &&
+        Math.abs(Math.log(whole.period / median(peaks.map((k) => k!.period)))) <= Math.log(1.6);
+      const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
+      const mk = mannKendall(last);
+      const rise = mk.pUp < 0.05 ? theilSen(last) * (last.length - 1) : 0;
+      const noisy = sds.every((x) => x >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]! && !(mk.pUp < 0.05 && rise >= 0.02);
+      return cyclic || noisy ? { cyclic, peaks, sds, mk, rise } : null;
+    };
+    let seed = 11;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const verdicts = { cyclic: 0, noisy: 0, none: 0 };
+    for (let t = 0; t < 600; t++) {
+      const swing = [0, 0.05, 0.15][t % 3]!;
+      const spread = [0.03, 0.2][Math.floor(t / 3) % 2]!;
+      const period = 5 + (t % 20);
+      const trend = (t % 5) * 0.002;
+      const values = Array.from(
+        { length: 160 },
+        (_, i) => 0.5 + trend * i + swing * Math.sin((2 * Math.PI * i) / period) + spread * (rand() - 0.5) * 3.4,
+      );
+      const got = judgeSpan(values, p);
+      assert.deepEqual(got, eager(values));
+      verdicts[got === null ? 'none' : got.cyclic ? 'cyclic' : 'noisy']++;
+    }
+    assert.ok(verdicts.cyclic > 50 && verdicts.noisy > 50 && verdicts.none > 50, JSON.stringify(verdicts));
   });
 });
 

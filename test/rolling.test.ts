@@ -135,6 +135,14 @@ describe('bounded memory', () => {
     const h = new History(4);
     for (let i = 1; i <= 10; i++) h.push(i, i * 10);
     assert.deepEqual(h.points(), { steps: [7, 8, 9, 10], values: [70, 80, 90, 100] });
+    assert.deepEqual(
+      [0, 1, 2, 3].map((i) => h.at(i)),
+      [70, 80, 90, 100],
+    );
+    const young = new History(4);
+    young.push(1, 5);
+    young.push(2, 6);
+    assert.deepEqual([young.at(0), young.at(1)], [5, 6]);
   });
 
   test('History points are shared by readers until a point is added or taken back, and earlier readers keep theirs', () => {

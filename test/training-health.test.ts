@@ -10,10 +10,12 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { DetectorEngine } from '../src/detectors/engine.js';
 import { DETECTORS } from '../src/detectors/index.js';
+import { collapsedFrom } from '../src/detectors/reward-collapse.js';
 import { FatalReader, parsePlan } from '../src/parsers/fatal.js';
 import { TextLogParser } from '../src/parsers/train-log.js';
 import type { ParsedRecord } from '../src/parsers/types.js';
 import { RunState } from '../src/runs/run.js';
+import { History } from '../src/stats/rolling.js';
 import { analyzeJson } from './helpers/cli.js';
 import { grpoConfusion } from './helpers/confusion.js';
 import { REAL_LOGS, REAL_LOGS_SKIP, tempDir } from './helpers/fs.js';
@@ -194,6 +196,52 @@ describe('single detectors at their edges', () => {
     const drafts = d.detect(run, d.defaults, { now: 0, live: false, final: true });
     assert.equal(drafts.length, 1);
     assert.match(drafts[0]!.message, /since step 11\b/);
+  });
+
+  test('reward-collapse: the scan that stops once no earlier start can qualify finds what a scan of every point finds', () => {
+    // The scan before the early stop, kept as the reference.
+    const full = (values: number[], level: number, window: number): number | null => {
+      let from: number | null = null;
+      let sum = 0;
+      let close = 0;
+      for (let j = values.length - 1; j >= 0; j--) {
+        const a = Math.abs(values[j]!);
+        sum += a;
+        if (a <= 2 * level) close++;
+        const len = values.length - j;
+        if (a <= level && sum <= level * len && close >= 0.75 * len) from = j;
+      }
+      return from !== null && values.length - from >= window ? from : null;
+    };
+    let seed = 7;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let stopped = 0;
+    for (let t = 0; t < 3000; t++) {
+      const n = 1 + Math.floor(rand() * 300);
+      const onset = Math.floor(rand() * n);
+      const high = rand() < 0.5 ? 0.6 : 0.08;
+      const values = Array.from({ length: n }, (_, i) =>
+        i < onset
+          ? high * (0.5 + rand()) * (rand() < 0.1 ? -1 : 1)
+          : rand() < 0.15
+            ? rand() * 0.4
+            : rand() * 0.06 * (rand() < 0.5 ? -1 : 1),
+      );
+      for (const [level, window] of [
+        [0.05, 8],
+        [0.02, 3],
+        [0.1, 32],
+      ] as const) {
+        const got = collapsedFrom(values, level, window);
+        assert.equal(got, full(values, level, window), `values ${JSON.stringify(values)} level ${level} window ${window}`);
+        if (got === null) stopped++;
+        // Read in place from a history, one that wrapped around its ring included.
+        const h = new History(64);
+        values.forEach((v, i) => h.push(i, v));
+        assert.equal(collapsedFrom(h, level, window), full(values.slice(-64), level, window));
+      }
+    }
+    assert.ok(stopped > 1000 && stopped < 8000, `both outcomes drawn (${stopped} of 9000 without a collapse)`);
   });
 
   test('nonfinite-metric: a NaN loss fires; a rare +Infinity grad norm (fp16 loss scaling) and a NaN std do not', () => {

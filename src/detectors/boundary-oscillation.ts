@@ -81,9 +81,20 @@ export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
   const last = values.slice(-span);
   const wins: number[][] = [];
   for (let i = 0; i < p.windows; i++) wins.push(last.slice(i * hop, i * hop + p.window));
-  const peaks = wins.map((w) => spectralPeak(w, p.min_period, p.max_period));
+  // The cheap criterion first, and each window's peak only while the earlier ones were strong:
+  // most evaluations of a healthy round end after one spectrum and the spreads.
+  const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
+  const spreadStays = sds.every((s) => s >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]!;
+  const peaks: (SpectralPeak | null)[] = [];
+  for (const w of wins) {
+    const k = spectralPeak(w, p.min_period, p.max_period);
+    peaks.push(k);
+    if (!strongPeak(k, p)) break;
+  }
   const windowsAgree =
-    peaks.every((k) => strongPeak(k, p)) && Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
+    peaks.length === wins.length &&
+    peaks.every((k) => strongPeak(k, p)) &&
+    Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
   // The windows overlap by half, so one noise bump can show in two of them: the swing must also
   // hold over the whole span, one coherent peak at the windows' period (noise does not keep
   // phase). Only worked out when the windows agree, which is rare.
@@ -93,12 +104,13 @@ export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
     whole.share > p.min_span_share &&
     whole.contrast >= p.min_contrast &&
     Math.abs(Math.log(whole.period / median(peaks.map((k) => k!.period)))) <= Math.log(1.6);
-  const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
+  if (!cyclic && !spreadStays) return null;
   const mk = mannKendall(last);
   const rise = mk.pUp < 0.05 ? theilSen(last) * (last.length - 1) : 0;
   const rising = mk.pUp < 0.05 && rise >= 0.02;
-  const noisy = sds.every((s) => s >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]! && !rising;
+  const noisy = spreadStays && !rising;
   if (!cyclic && !noisy) return null;
+  for (let i = peaks.length; i < wins.length; i++) peaks.push(spectralPeak(wins[i]!, p.min_period, p.max_period));
   return { cyclic, peaks, sds, mk, rise };
 }
 

@@ -31,17 +31,25 @@ const MOSTLY = 0.75;
  * (one lucky group) neither ends the stretch nor moves its start, so the finding neither flickers
  * nor names a late onset.
  */
-export function collapsedFrom(values: readonly number[], level: number, window: number): number | null {
+export function collapsedFrom(
+  values: { readonly length: number; at(i: number): number | undefined },
+  level: number,
+  window: number,
+): number | null {
   const n = values.length;
   let from: number | null = null;
   let sum = 0;
   let close = 0;
   for (let j = n - 1; j >= 0; j--) {
-    const a = Math.abs(values[j]!);
+    const a = Math.abs(values.at(j)!);
     sum += a;
     if (a <= 2 * level) close++;
     const len = n - j;
     if (a <= level && sum <= level * len && close >= MOSTLY * len) from = j;
+    // No earlier start can qualify once the sum exceeds what even j more values of 0 allow, or
+    // too few values are close for j more close ones to make up (the sum only grows: adding a
+    // value >= 0 never rounds down). A healthy reward stops here after about a tenth of the points.
+    if (sum > level * (len + j) || close - MOSTLY * len < -(1 - MOSTLY) * j) break;
   }
   return from !== null && n - from >= window ? from : null;
 }
@@ -54,8 +62,7 @@ export function rewardAtZero(r: RoundState): boolean {
   const d = rewardCollapse.defaults;
   const rs = rewardSeries(r);
   if (rs === null) return false;
-  const v = rs.stats.history.points().values;
-  return collapsedFrom(v, d.level, d.window) !== null && Math.max(...rs.stats.curve.means()) >= d.earlier_min;
+  return collapsedFrom(rs.stats.history, d.level, d.window) !== null && Math.max(...rs.stats.curve.means()) >= d.earlier_min;
 }
 
 export const rewardCollapse: Detector<P> = {
@@ -71,11 +78,12 @@ export const rewardCollapse: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const rs = rewardSeries(r);
       if (rs === null) continue;
-      const pts = rs.stats.history.points();
-      const n = pts.values.length;
+      // Judged on the history in place: the points are copied only for a collapse.
+      const n = rs.stats.history.length;
       if (n < p.window + 2) continue;
-      const i = collapsedFrom(pts.values, p.level, p.window);
+      const i = collapsedFrom(rs.stats.history, p.level, p.window);
       if (i === null) continue;
+      const pts = rs.stats.history.points();
       const last = pts.values.slice(-p.window);
       const before = pts.values.slice(0, i);
       const earlier = Math.max(...rs.stats.curve.means(), ...before);
