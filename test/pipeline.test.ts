@@ -167,6 +167,13 @@ describe('pipeline', () => {
     ];
     await writeAtomic(file, pieces);
     assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
+    // Two at once (the write buffer is lent to one save at a time), with surrogate pairs at every
+    // offset a cut can fall on.
+    const other = path.join(path.dirname(file), 'other.json');
+    const odd = ['a', ...pieces.slice(1).reverse(), 'ab😀'.repeat(300_001)];
+    await Promise.all([writeAtomic(file, pieces), writeAtomic(other, odd)]);
+    assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
+    assert.equal(readFileSync(other, 'utf8'), odd.join(''));
     await writeAtomic(file, ['{}']);
     assert.equal(readFileSync(file, 'utf8'), '{}');
   });

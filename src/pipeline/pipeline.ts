@@ -819,7 +819,7 @@ export class Pipeline {
   statePieces(more: Record<string, unknown> = {}): string[] {
     const out = ['{"runs":'];
     this.registry.toJSONPieces(out);
-    out.push(`,${JSON.stringify({ ...this.stateHead(), ...more }).slice(1)}`);
+    out.push(',', JSON.stringify({ ...this.stateHead(), ...more }).slice(1));
     return out;
   }
 

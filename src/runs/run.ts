@@ -288,7 +288,8 @@ export class RunState {
       out.push(r.toJSONText());
       first = false;
     }
-    out.push(`],${JSON.stringify(this.head()).slice(1)}`);
+    // Apart, not joined: a joined piece is a rope the write would first copy flat.
+    out.push('],', JSON.stringify(this.head()).slice(1));
   }
 
   static from(j: RunJSON, opts: StatsOptions): RunState {
