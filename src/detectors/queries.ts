@@ -7,8 +7,8 @@ import type { Points } from '../stats/rolling.js';
 import { seriesFor } from '../runs/quantities.js';
 
 /** Rounds of one role, in round order (rounds without a number last). */
-export function roundsOf(run: RunState, role: Role): RoundState[] {
-  return [...run.rounds.values()].filter((r) => r.role === role).sort((a, b) => (a.round ?? Infinity) - (b.round ?? Infinity));
+export function roundsOf(run: RunState, role: Role): readonly RoundState[] {
+  return run.roundsOf(role);
 }
 
 /** Recent values of a series in a round, oldest first (at most the kept history). */

@@ -67,6 +67,8 @@ export class RunState {
   readonly rounds = new Map<string, RoundState>();
   /** The rounds in orderedRounds()'s order, worked out when a round was added. */
   private ordered: RoundState[] = [];
+  /** roundsOf()'s lists, for the number of rounds they were worked out at. */
+  private byRole: { size: number; lists: Partial<Record<Role, RoundState[]>> } = { size: 0, lists: {} };
   filter = new FilterStats();
   /** Settings from the run's configs and logs, the latest value of each key winning. */
   settings: RunSettings = {};
@@ -135,6 +137,17 @@ export class RunState {
       this.ordered = [...this.rounds.values()].sort((a, b) => (a.round ?? 0) - (b.round ?? 0) || order[a.role] - order[b.role]);
     }
     return this.ordered;
+  }
+
+  /**
+   * The rounds of one role in order of their number (rounds without one last), kept like
+   * orderedRounds() until a round is added: a dozen detectors ask at every step.
+   */
+  roundsOf(role: Role): readonly RoundState[] {
+    if (this.byRole.size !== this.rounds.size) this.byRole = { size: this.rounds.size, lists: {} };
+    return (this.byRole.lists[role] ??= [...this.rounds.values()]
+      .filter((r) => r.role === role)
+      .sort((a, b) => (a.round ?? Infinity) - (b.round ?? Infinity)));
   }
 
   apply(rec: ParsedRecord, ctx: RecordContext, now: number): Discovery | null {
