@@ -143,6 +143,7 @@ describe('bounded memory', () => {
     young.push(1, 5);
     young.push(2, 6);
     assert.deepEqual([young.at(0), young.at(1)], [5, 6]);
+    assert.deepEqual([h.stepAt(0), h.stepAt(3), young.stepAt(0), young.stepAt(1)], [7, 10, 1, 2]);
   });
 
   test('History points are shared by readers until a point is added or taken back, and earlier readers keep theirs', () => {

@@ -113,8 +113,9 @@ export const rewardDrop: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const rs = rewardSeries(r);
       if (rs === null) continue;
-      const { steps, values } = rs.stats.history.points();
-      const n = values.length;
+      // Read in place: points() would copy every point kept at each evaluation.
+      const h = rs.stats.history;
+      const n = h.length;
       const minAfter = p.min_after;
       const minBefore = Math.max(5, minAfter);
       if (n < minBefore + minAfter) continue;
@@ -124,13 +125,13 @@ export const rewardDrop: Detector<P> = {
       s1[0] = 0;
       s2[0] = 0;
       for (let i = 0; i < n; i++) {
-        const v = values[i]!;
+        const v = h.at(i);
         s1[i + 1] = s1[i]! + v;
         s2[i + 1] = s2[i]! + v * v;
       }
       // A reward that sits at about zero now, or is on its way there (half the last steps at ~0
       // already), is reward-collapse's.
-      if (Math.abs(median(values, n - minAfter, n)) <= p.zero_level) continue;
+      if (Math.abs(median(h.points(minAfter).values)) <= p.zero_level) continue;
       const tailMean = segMean(s1, n - minAfter, n);
       const k = strongestFall(s1, s2, n, minBefore, minAfter, p.before_points, p.drop, p.alpha, tailMean);
       if (k < 0) continue;
@@ -140,12 +141,12 @@ export const rewardDrop: Detector<P> = {
       const fell = 1 - best.after.mean / best.before.mean;
       out.push({
         round: r.round,
-        step: steps[best.k]!,
+        step: h.stepAt(best.k),
         severity: p.severity,
-        message: `${rs.name} fell from ${best.before.mean.toFixed(3)} to ${best.after.mean.toFixed(3)} at step ${steps[best.k]} (${Math.round(fell * 100)}% lower over the ${best.after.n} steps since; Welch t=${best.t.toFixed(1)}) and has not come back.`,
+        message: `${rs.name} fell from ${best.before.mean.toFixed(3)} to ${best.after.mean.toFixed(3)} at step ${h.stepAt(best.k)} (${Math.round(fell * 100)}% lower over the ${best.after.n} steps since; Welch t=${best.t.toFixed(1)}) and has not come back.`,
         evidence: {
           series: rs.name,
-          change_step: steps[best.k],
+          change_step: h.stepAt(best.k),
           before_mean: r4(best.before.mean),
           before_steps: best.before.n,
           after_mean: r4(best.after.mean),

@@ -5,9 +5,9 @@
  * `val-core/<set>/<var>/mean@N`, HF `eval_*` accuracies and rewards); they are logged every few
  * steps, so levels are means of `points` validations.
  */
-import type { Points } from '../stats/rolling.js';
+import type { History, Points } from '../stats/rolling.js';
 import { isValidationScore, seriesFor, seriesNamed } from '../runs/quantities.js';
-import { mean, r4 } from './levels.js';
+import { r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -35,6 +35,13 @@ function meanBetween(t: Points, from: number, to: number): number | null {
   return n === 0 ? null : sum / n;
 }
 
+/** The mean of the `w` values of `h` from the `i`-th (levels' mean(), in place: the same sum in the same order). */
+function windowMean(h: History, i: number, w: number): number {
+  let sum = 0;
+  for (let j = i; j < i + w; j++) sum += h.at(j);
+  return sum / w;
+}
+
 export const validationDecline: Detector<P> = {
   id: 'validation-decline',
   cleared: 'the validation score is back near its best, or the training reward fell with it',
@@ -50,18 +57,16 @@ export const validationDecline: Detector<P> = {
       if (train === null) continue;
       let tp: Points | null = null;
       for (const { name, stats: s } of seriesNamed(r, isValidationScore)) {
-        if (s.history.length < 2 * p.points) continue;
-        const { steps, values } = s.history.points();
-        const n = values.length;
-        const recent = mean(values, n - p.points, n);
+        // Read in place (points() would copy every point kept at each evaluation).
+        const h = s.history;
+        const n = h.length;
+        if (n < 2 * p.points) continue;
+        const w = p.points;
+        const recent = windowMean(h, n - w, w);
         let best = -Infinity;
         let bestAt = 0;
-        const w = p.points;
         for (let i = 0; i + w <= n - w; i++) {
-          // mean()'s sum, written out (a call per window costs most until the loop is compiled).
-          let sum = 0;
-          for (let j = i; j < i + w; j++) sum += values[j]!;
-          const m = sum / w;
+          const m = windowMean(h, i, w);
           if (m > best) {
             best = m;
             bestAt = i;
@@ -71,14 +76,14 @@ export const validationDecline: Detector<P> = {
         if (!(fall >= Math.max(p.min_drop, p.drop * Math.abs(best)))) continue;
         // The training reward around the best validations, and since the recent ones began.
         const t = (tp ??= train.stats.history.points());
-        const bestSteps = [steps[bestAt]!, steps[bestAt + p.points - 1]!] as const;
+        const bestSteps = [h.stepAt(bestAt), h.stepAt(bestAt + p.points - 1)] as const;
         const trainThen = meanBetween(t, bestSteps[0], bestSteps[1]);
-        const trainNow = meanBetween(t, steps[n - p.points]!, Infinity);
+        const trainNow = meanBetween(t, h.stepAt(n - p.points), Infinity);
         if (trainThen === null || trainNow === null) continue;
         if (trainNow < trainThen - p.train_tolerance * Math.abs(trainThen)) continue;
         out.push({
           round: r.round,
-          step: steps[n - 1]!,
+          step: h.stepAt(n - 1),
           severity: p.severity,
           message: `${name} fell from ${best.toFixed(3)} (steps ${bestSteps[0]}-${bestSteps[1]}) to ${recent.toFixed(3)} (last ${p.points} validations) while the training reward ${train.name} went ${trainThen.toFixed(3)} -> ${trainNow.toFixed(3)}: the policy is overfitting or exploiting the training reward.`,
           evidence: {

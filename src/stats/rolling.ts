@@ -341,6 +341,13 @@ export class History {
     return this.vals[j]!;
   }
 
+  /** The step of the `i`-th point kept, oldest first (0 <= i < length), read in place. */
+  stepAt(i: number): number {
+    let j = this.head - this.count + i;
+    if (j < 0) j += this.size;
+    return this.steps[j]!;
+  }
+
   /** The step of the oldest point kept; null when empty. */
   get firstStep(): number | null {
     return this.count === 0 ? null : this.steps[(this.head - this.count + this.size) % this.size]!;
