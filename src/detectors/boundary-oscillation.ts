@@ -91,10 +91,9 @@ export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
     peaks.push(k);
     if (!strongPeak(k, p)) break;
   }
+  // (A loop that stopped early left a weak peak last: every() fails.)
   const windowsAgree =
-    peaks.length === wins.length &&
-    peaks.every((k) => strongPeak(k, p)) &&
-    Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
+    peaks.every((k) => strongPeak(k, p)) && Math.max(...peaks.map((k) => k.period)) / Math.min(...peaks.map((k) => k.period)) <= 1.6;
   // The windows overlap by half, so one noise bump can show in two of them: the swing must also
   // hold over the whole span, one coherent peak at the windows' period (noise does not keep
   // phase). Only worked out when the windows agree, which is rare.

@@ -334,23 +334,25 @@ export class History {
     return this.count;
   }
 
+  /** Where in the ring the `i`-th point kept is, oldest first (0 <= i < length). */
+  private slot(i: number): number {
+    const j = this.head - this.count + i;
+    return j < 0 ? j + this.size : j;
+  }
+
   /** The value of the `i`-th point kept, oldest first (0 <= i < length), read in place: no points copied. */
   at(i: number): number {
-    let j = this.head - this.count + i;
-    if (j < 0) j += this.size;
-    return this.vals[j]!;
+    return this.vals[this.slot(i)]!;
   }
 
   /** The step of the `i`-th point kept, oldest first (0 <= i < length), read in place. */
   stepAt(i: number): number {
-    let j = this.head - this.count + i;
-    if (j < 0) j += this.size;
-    return this.steps[j]!;
+    return this.steps[this.slot(i)]!;
   }
 
   /** The step of the oldest point kept; null when empty. */
   get firstStep(): number | null {
-    return this.count === 0 ? null : this.steps[(this.head - this.count + this.size) % this.size]!;
+    return this.count === 0 ? null : this.stepAt(0);
   }
 
   /**
