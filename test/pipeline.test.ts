@@ -1,6 +1,6 @@
 /** The read path: restarts that resume from saved state give the same statistics as one pass. */
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { pino } from 'pino';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -92,7 +92,7 @@ describe('pipeline', () => {
     const a = new Pipeline(opts());
     await ingest(a, split);
     const statePath = path.join(split, 'state.json');
-    await writeAtomic(statePath, a.statePieces());
+    await writeAtomic(statePath, (sink) => a.statePieces(sink));
     await a.close();
     for (const f of files) {
       const text = full.get(f)!;
@@ -116,11 +116,11 @@ describe('pipeline', () => {
     for (const f of files) writeFileSync(f, full.get(f)!.slice(0, Math.floor(full.get(f)!.length / 2)));
     const p = new Pipeline(opts());
     await ingest(p, dir);
-    assert.deepEqual(JSON.parse(p.statePieces().join('')), p.state());
+    assert.deepEqual(JSON.parse(p.statePieces([]).join('')), p.state());
     // Only the selector files grow: the generator rounds' text is reused, the selector rounds' renewed.
     for (const f of files.filter((x) => x.includes('selector'))) appendFileSync(f, full.get(f)!.slice(Math.floor(full.get(f)!.length / 2)));
     await ingest(p, dir);
-    const text = JSON.parse(p.statePieces({ alerting: { alerts: [], groups: {} } }).join('')) as ReadState;
+    const text = JSON.parse(p.statePieces([], { alerting: { alerts: [], groups: {} } }).join('')) as ReadState;
     assert.deepEqual(text, { ...p.state(), alerting: { alerts: [], groups: {} } });
     assert.deepEqual(text.runs[0]!.rounds.map((r) => `${r.role}${r.round}:${r.steps}`).sort(), [
       'generator1:50',
@@ -167,15 +167,36 @@ describe('pipeline', () => {
     ];
     await writeAtomic(file, pieces);
     assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
-    // Two at once (the write buffer is lent to one save at a time), with surrogate pairs at every
-    // offset a cut can fall on.
+    // Two at once (one write buffer serves both), with surrogate pairs at every offset a cut can
+    // fall on, and pieces pushed by a function as the state save pushes them.
     const other = path.join(path.dirname(file), 'other.json');
     const odd = ['a', ...pieces.slice(1).reverse(), 'ab😀'.repeat(300_001)];
     await Promise.all([writeAtomic(file, pieces), writeAtomic(other, odd)]);
     assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
     assert.equal(readFileSync(other, 'utf8'), odd.join(''));
+    await Promise.all([
+      writeAtomic(file, (sink) => pieces.forEach((p) => sink.push(p, ''))),
+      writeAtomic(other, (sink) => sink.push(...odd)),
+    ]);
+    assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
+    assert.equal(readFileSync(other, 'utf8'), odd.join(''));
     await writeAtomic(file, ['{}']);
     assert.equal(readFileSync(file, 'utf8'), '{}');
+  });
+
+  test('a state pushed in pieces is written as it is pushed: no piece waits for the ones after it', async () => {
+    const file = path.join(tempDir(), 'state.json');
+    const seen: number[] = [];
+    await writeAtomic(file, (sink) => {
+      for (let i = 0; i < 6; i++) {
+        sink.push(String(i).repeat(700_000));
+        seen.push(statSync(`${file}.tmp`).size);
+      }
+    });
+    // 700,000 units at most three bytes each: the 1 MiB buffer holds one piece, so each earlier
+    // piece is on disk by the time the next is pushed.
+    assert.ok(seen[5]! >= 4 * 700_000, `written while pushing: ${seen.join(', ')}`);
+    assert.equal(readFileSync(file, 'utf8'), [0, 1, 2, 3, 4, 5].map((i) => String(i).repeat(700_000)).join(''));
   });
 
   test('a corrupt state file is moved aside and reading starts over', async () => {
@@ -202,7 +223,7 @@ describe('pipeline', () => {
       writeRun(d, 2, 50);
       await ingest(p, d);
     }
-    const saved = JSON.parse(p.statePieces().join('')) as ReadState & Record<string, unknown>;
+    const saved = JSON.parse(p.statePieces([]).join('')) as ReadState & Record<string, unknown>;
     await p.close();
     const fit = (v: unknown): { state: ReadState | null; parts: string[] } => {
       const aside: SetAside[] = [];

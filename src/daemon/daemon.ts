@@ -186,7 +186,7 @@ export class Daemon {
     this.saver = new StateSaver({
       file: this.layout.state,
       log: this.log,
-      pieces: () => this.pipeline.statePieces({ alerting: this.alerting.toJSON() }),
+      pieces: (sink) => this.pipeline.statePieces(sink, { alerting: this.alerting.toJSON() }),
       mark: () => {
         const t = this.pipeline.totals();
         const o = this.alerting.outbox;

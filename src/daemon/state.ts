@@ -17,6 +17,7 @@ import { StateLock } from '../state/lock.js';
 import type { StateLayout } from '../state/layout.js';
 import { FailureReport } from '../util/failures.js';
 import type { Logger } from '../util/log.js';
+import type { PieceSink } from '../util/pieces.js';
 
 export interface DaemonState extends ReadState {
   /** Alerts and notification groups. */
@@ -77,8 +78,8 @@ const SAVE_SPACING = 100;
 
 export interface SaverOptions {
   file: string;
-  /** The state as pieces of one JSON text (see Pipeline.statePieces). */
-  pieces: () => string[];
+  /** Pushes the state as pieces of one JSON text into the sink (see Pipeline.statePieces): called during the save, and written as it pushes. */
+  pieces: (sink: PieceSink) => void;
   /** Counts of what the state holds (records read, transitions, notifications): all as at the last save, nothing to save. */
   mark: () => readonly number[];
   log: Logger;
@@ -118,7 +119,7 @@ export class StateSaver {
     if (sameCounts(mark, this.savedMark) && this.error === null && !force) return;
     const start = performance.now();
     try {
-      await writeAtomic(this.opts.file, this.opts.pieces());
+      await writeAtomic(this.opts.file, this.opts.pieces);
       this.savedMark = mark;
       const end = performance.now();
       this.last = { ms: end - start, endedAt: end };

@@ -21,6 +21,7 @@ import {
 import { roundOrder, type FilePlace } from '../sources/place.js';
 import type { ReadOutcome, TailOptions } from '../sources/tailer.js';
 import type { Logger } from '../util/log.js';
+import type { PieceSink } from '../util/pieces.js';
 import type { DetectorEngine, EngineJSON, Transition } from '../detectors/engine.js';
 import type { RunJSON } from '../runs/run.js';
 import type { DetectContext } from '../detectors/types.js';
@@ -812,12 +813,13 @@ export class Pipeline {
   }
 
   /**
-   * JSON.stringify(state() with `more`) in pieces (keys in another order), to be written one after
-   * the other: no single string of the whole state is built, and rounds that read nothing since
-   * the last call are not serialised again (a saved state is megabytes; most of it rarely changes).
+   * JSON.stringify(state() with `more`) in pieces (keys in another order), pushed into `out` one
+   * after the other (the save writes each as it comes): no single string of the whole state is
+   * built, and rounds that read nothing since the last call are not serialised again (a saved
+   * state is megabytes; most of it rarely changes). Returns `out`.
    */
-  statePieces(more: Record<string, unknown> = {}): string[] {
-    const out = ['{"runs":'];
+  statePieces<S extends PieceSink>(out: S, more: Record<string, unknown> = {}): S {
+    out.push('{"runs":');
     this.registry.toJSONPieces(out);
     out.push(',', JSON.stringify({ ...this.stateHead(), ...more }).slice(1));
     return out;

@@ -1,6 +1,7 @@
 /** All runs barwatch knows, by run folder. */
 import { RunState, type RunJSON } from './run.js';
 import type { StatsOptions } from './series.js';
+import type { PieceSink } from '../util/pieces.js';
 
 export class RunRegistry {
   private readonly runs = new Map<string, RunState>();
@@ -38,7 +39,7 @@ export class RunRegistry {
   }
 
   /** Appends to `out` pieces of JSON.stringify(this.toJSON()) (see RunState.toJSONPieces). */
-  toJSONPieces(out: string[]): void {
+  toJSONPieces(out: PieceSink): void {
     out.push('[');
     this.all().forEach((r, i) => {
       if (i > 0) out.push(',');

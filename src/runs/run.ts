@@ -5,6 +5,7 @@ import { DebugSteps, type DebugStepsJSON } from './debug-steps.js';
 import { FilterStats, type FilterJSON } from './filter.js';
 import { RoundState, roundKey, type RoundJSON } from './round.js';
 import type { StatsOptions } from './series.js';
+import type { PieceSink } from '../util/pieces.js';
 
 /** Where a record came from: the file's place in the run. */
 export interface RecordContext {
@@ -293,7 +294,7 @@ export class RunState {
    * Appends to `out` pieces of text whose concatenation is JSON.stringify(this.toJSON()), keys in
    * another order; each round's text is reused while the round reads nothing new.
    */
-  toJSONPieces(out: string[]): void {
+  toJSONPieces(out: PieceSink): void {
     out.push('{"rounds":[');
     let first = true;
     for (const r of this.rounds.values()) {
