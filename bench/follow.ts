@@ -67,7 +67,9 @@ export async function main(): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       // The builds swap places each round: a daemon started later catches up a longer backlog
       // (the lines written while the others were measured), and carried its garbage into the
-      // measurement (with a fixed order, the second build measured higher at 200 lines/s).
+      // measurement (with a fixed order, the second build measured higher at 200 lines/s). Every
+      // daemon follows the same tree and resumes the state the one before it saved: after the
+      // first, the runs are hundreds to thousands of steps old (fresh trees measure young runs).
       const builds = list.filter((k) => k.start !== undefined);
       const order = [...(round % 2 === 0 ? builds : [...builds].reverse()), ...list.filter((k) => k.start === undefined)];
       for (const k of order) {
