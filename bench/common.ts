@@ -77,6 +77,14 @@ export interface Machine {
    * this one says how the machine does on the bare loop's own work (its disk, its caches).
    */
   referenceMs: number;
+  /**
+   * Milliseconds per MiB to fill memory the process has not touched yet (a fresh 64 MiB buffer),
+   * and to fill it again once touched (the median of 3 each). The difference is the page faults'
+   * cost, which moves more between virtual machines than plain code does: a bare loop that reads a
+   * whole file into one new buffer pays it for every byte, a reader that reuses its buffers does not.
+   */
+  freshMsPerMiB: number;
+  touchedMsPerMiB: number;
 }
 
 let measured: Machine | null = null;
@@ -102,13 +110,36 @@ export function machine(): Machine {
     cores: cpus().length,
     node: process.version,
     referenceMs: median(runs),
+    ...memoryTouch(),
   };
   return measured;
 }
 
+/** Machine.freshMsPerMiB and touchedMsPerMiB, measured on 64 MiB. */
+function memoryTouch(): { freshMsPerMiB: number; touchedMsPerMiB: number } {
+  const mib = 64;
+  const fresh: number[] = [];
+  const touched: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    // allocUnsafeSlow: memory of its own, never touched (the pool is 8 KiB).
+    const buf = Buffer.allocUnsafeSlow(mib << 20);
+    let t = process.hrtime.bigint();
+    buf.fill(r + 1);
+    fresh.push((seconds(t) * 1000) / mib);
+    t = process.hrtime.bigint();
+    buf.fill(r + 2);
+    touched.push((seconds(t) * 1000) / mib);
+    if (buf[buf.length - 1] !== r + 2) throw new Error('memory touch did nothing');
+  }
+  return { freshMsPerMiB: median(fresh), touchedMsPerMiB: median(touched) };
+}
+
 /** One line naming the machine, printed under each table. */
 export function machineLine(m: Machine = machine()): string {
-  return `machine: ${m.cpu}, ${m.cores} cores, Node ${m.node}, reference loop ${m.referenceMs.toFixed(0)} ms`;
+  return (
+    `machine: ${m.cpu}, ${m.cores} cores, Node ${m.node}, reference loop ${m.referenceMs.toFixed(0)} ms, ` +
+    `fresh memory ${m.freshMsPerMiB.toFixed(2)} ms/MiB (touched ${m.touchedMsPerMiB.toFixed(2)})`
+  );
 }
 
 /** Prints a markdown table and the machine, and writes both to bench/results/<name>.json. */
