@@ -7,7 +7,10 @@
  * 100,000), each against the physical limit in Node measured in the same run: a bare loop that
  * reads the file in chunks,
  * splits lines and JSON.parses each; for the text log, every `key:value` of a step line into
- * names and numbers; for the run file, its framing walked and every chunk's CRC checked. And
+ * names and numbers; for the run file, its framing walked and every chunk's CRC checked. Each
+ * bare loop also runs reading into one buffer used again (bareLoopInPlace, barePartsLoop): the
+ * first pays for touching new memory at every chunk, which costs more on some machines than on
+ * others (the machine line gives the cost here), the second does not. And
  * against `jq -c .` where present. Several repetitions, interleaved, median and spread.
  *
  *   node dist/bench/ingest.js [--lines N] [--steps N] [--rows N] [--reps R]
@@ -16,8 +19,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { appendLines, arg, bareLoop, BIN, jsonlLine, report, seconds, spread, verlLine, type Spread } from './common.js';
-import { bareLoop as bareFraming, writeLong } from './wandb.js';
+import { appendLines, arg, bareLoop, bareLoopInPlace, BIN, jsonlLine, report, seconds, spread, verlLine, type Spread } from './common.js';
+import { bareLoop as bareFraming, barePartsLoop, writeLong } from './wandb.js';
 
 function analyzeSteps(dir: string): number {
   const out = spawnSync(process.execPath, [BIN, 'analyze', dir, '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 28 });
@@ -35,12 +38,22 @@ interface Input {
   write: (file: string, n: number) => void;
   /** The bare loop over the file: how many lines (rows) it read. */
   bare: (file: string, n: number) => Promise<number> | number;
+  /** The same loop reading into one buffer used again (no new memory per chunk: see bareLoopInPlace). */
+  bareInPlace: (file: string, n: number) => number;
   jq: boolean;
 }
 
 /** A line-per-record input: lines made by `line(i)`, the bare loop over them of its `kind`. */
 function lines(kind: 'jsonl' | 'text', what: string, bareWhat: string, file: string, line: (i: number) => string): Input {
-  return { what, bareWhat, file, write: (f, n) => appendLines(f, 1, n, line), bare: (f) => bareLoop(f, kind), jq: kind === 'jsonl' };
+  return {
+    what,
+    bareWhat,
+    file,
+    write: (f, n) => appendLines(f, 1, n, line),
+    bare: (f) => bareLoop(f, kind),
+    bareInPlace: (f) => bareLoopInPlace(f, kind),
+    jq: kind === 'jsonl',
+  };
 }
 
 const INPUTS: Record<'jsonl' | 'text' | 'wandb', Input> = {
@@ -53,6 +66,7 @@ const INPUTS: Record<'jsonl' | 'text' | 'wandb', Input> = {
     write: writeLong,
     // The bare loop counts chunks: one a row at least, besides the run and exit records.
     bare: (file, n) => (bareFraming(file) >= n + 2 ? n : -1),
+    bareInPlace: (file, n) => (barePartsLoop(file) >= n + 2 ? n : -1),
     jq: false,
   },
 };
@@ -68,12 +82,16 @@ async function measure(
   const file = path.join(run, input.file);
   input.write(file, n);
   const bytes = statSync(file).size;
-  const times: Record<string, number[]> = { bare: [], barwatch: [], jq: [] };
+  const times: Record<string, number[]> = { bare: [], inPlace: [], barwatch: [], jq: [] };
   for (let r = 0; r < reps; r++) {
     let t = process.hrtime.bigint();
     const read = await input.bare(file, n);
     times['bare']!.push(seconds(t));
     if (read !== n) throw new Error(`${kind}: the bare loop read ${read} of ${n}`);
+    t = process.hrtime.bigint();
+    const readInPlace = input.bareInPlace(file, n);
+    times['inPlace']!.push(seconds(t));
+    if (readInPlace !== n) throw new Error(`${kind}: the bare loop in one buffer read ${readInPlace} of ${n}`);
     t = process.hrtime.bigint();
     const steps = analyzeSteps(run);
     times['barwatch']!.push(seconds(t));
@@ -87,15 +105,18 @@ async function measure(
     }
   }
   const b = spread(times['bare']!);
+  const bp = spread(times['inPlace']!);
   const row = (name: string, s: Spread): string[] => [
     name,
     (n / s.median).toFixed(0),
     (bytes / 1e6 / s.median).toFixed(1),
     `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`,
     (b.median / s.median).toFixed(2),
+    (bp.median / s.median).toFixed(2),
   ];
   const rows = [
     row(`${input.what}: bare loop (${input.bareWhat})`, b),
+    row(`${input.what}: the same bare loop, one buffer used again`, bp),
     row(`${input.what}: barwatch analyze (whole process)`, spread(times['barwatch']!)),
   ];
   if (times['jq']!.length > 0) rows.push(row(`${input.what}: jq -c . (one run)`, spread(times['jq']!)));
@@ -115,7 +136,7 @@ export async function main(): Promise<void> {
     report(
       'ingest',
       `Ingest of ${lines} JSONL lines, ${steps} verl steps and ${rows} W&B rows, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
-      ['reader', 'lines/s', 'MB/s', 'seconds', 'ratio to bare loop'],
+      ['reader', 'lines/s', 'MB/s', 'seconds', 'ratio to bare loop', 'ratio to bare loop in one buffer'],
       [...a.rows, ...b.rows, ...c.rows],
       [a.data, b.data, c.data],
     );
