@@ -37,6 +37,28 @@ const englishOnly: Plugin = {
   },
 };
 
+/**
+ * commander requires node:child_process when it loads, for subcommands that are programs of their
+ * own (barwatch has none); loading it costs ~8 ms of every start (it brings node:net and
+ * node:stream with it). In the bundle, commander's three spawn() calls load it when one is made.
+ */
+const commanderSpawnsLazily: Plugin = {
+  name: 'commander-spawns-lazily',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]commander[\\/]lib[\\/]command\.js$/ }, (args) => {
+      const eager = "const childProcess = require('node:child_process');";
+      const text = readFileSync(args.path, 'utf8');
+      // Another commander: stop the build rather than guess at its code.
+      if (!text.includes(eager) || /childProcess\.(?!spawn\()/.test(text))
+        throw new Error(`bundle: ${args.path} no longer loads child_process as expected`);
+      return {
+        contents: text.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };"),
+        loader: 'js',
+      };
+    });
+  },
+};
+
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   entryPoints: [path.join(root, 'dist', 'src', 'cli.js')],
@@ -50,7 +72,7 @@ const result = await build({
   // import.meta.url (package-root.ts, lazy.ts) is the bundle's own place.
   banner: { js: "const __barwatchModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
   define: { 'import.meta.url': '__barwatchModuleUrl' },
-  plugins: [englishOnly],
+  plugins: [englishOnly, commanderSpawnsLazily],
   // Without comments and indentation (a third smaller: less to read, hash and scan at each
   // start, and ASCII only, so V8 holds the source in one byte a character), with a source map
   // beside it for readable stack traces (node --enable-source-maps).

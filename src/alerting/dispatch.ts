@@ -11,10 +11,10 @@
  * `Dispatcher.tick` changes anything: the alert book and the groups' records, from what the
  * stages decided.
  */
-import { createHash, randomUUID } from 'node:crypto';
 import type { AlertBook } from './lifecycle.js';
 import type { Silence, SilenceStore } from './silences.js';
 import type { Alert, Notification, NotifiedAlert, NotifyReason } from './types.js';
+import { nodeCrypto } from '../util/lazy.js';
 
 export interface DispatchOptions {
   groupWaitMs: number;
@@ -236,12 +236,13 @@ export class Dispatcher {
 /** The same content to the same channel gives the same key, across restarts. */
 export function dedupeKey(channel: string, n: Omit<Notification, 'channel' | 'id' | 'dedupeKey'>, repeatEpoch: string): string {
   const parts = n.alerts.map((a) => `${a.status}:${a.fingerprint}`).sort();
-  return createHash('sha1')
+  return nodeCrypto()
+    .createHash('sha1')
     .update(`${channel}\n${n.group}\n${parts.join('\n')}\n${repeatEpoch}`)
     .digest('hex')
     .slice(0, 20);
 }
 
 export function newId(): string {
-  return randomUUID();
+  return nodeCrypto().randomUUID();
 }

@@ -2,12 +2,12 @@
  * Silences (`barwatch silence add --run GLOB --detector ID --for 2h --comment ...`), stored in
  * `<state_dir>/silences.json`. A silenced alert is not notified; it still resolves, quietly.
  */
-import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Alert } from './types.js';
 import { writeAtomic } from '../state/atomic.js';
 import { makePrivateDirSync, readPrivateSync } from '../state/private.js';
+import { nodeCrypto } from '../util/lazy.js';
 
 export interface Silence {
   id: string;
@@ -128,7 +128,7 @@ export class SilenceStore {
   /** Adds a silence; a run glob longer than MAX_GLOB is refused (RangeError). */
   async add(s: Omit<Silence, 'id' | 'createdAt'>, now: number): Promise<Silence> {
     if (s.run.length > MAX_GLOB) throw new RangeError(`the run glob is ${s.run.length} characters long; at most ${MAX_GLOB}`);
-    const silence: Silence = { id: randomUUID().slice(0, 8), createdAt: new Date(now).toISOString(), ...s };
+    const silence: Silence = { id: nodeCrypto().randomUUID().slice(0, 8), createdAt: new Date(now).toISOString(), ...s };
     const list = this.load().filter((x) => Date.parse(x.endsAt) > now);
     list.push(silence);
     makePrivateDirSync(path.dirname(this.file));

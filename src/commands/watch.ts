@@ -1,10 +1,14 @@
 /** `barwatch watch`: the daemon in the foreground; SIGTERM and SIGINT stop it, SIGHUP re-reads its config. */
-import v8 from 'node:v8';
+import type * as V8 from 'node:v8';
 import type { Command } from 'commander';
 import { ConfigError, formatProblem, loadConfig, type Config } from '../config/load.js';
 import { createLogger, forPeople } from '../util/log.js';
 import { applyListen, EXIT, fail } from './common.js';
 import { CONFIG_PLACES, place, setup } from './setup.js';
+import { lazy } from '../util/lazy.js';
+
+/** Loaded when the daemon starts: the other commands never set V8's flags (issue 32: start-up). */
+const v8 = lazy<typeof V8>('node:v8');
 
 const HEAP_GROWING_PERCENT = 20;
 
@@ -24,7 +28,7 @@ export function registerWatch(program: Command): void {
       // grew 20% from 1M to 10M records with a retained heap that stays flat. With the heap allowed
       // to grow 20% past what the last full collection kept: 4%, the catch-up as fast
       // (BENCHMARKS.md, "Memory"). Set here, not in the unit: NODE_OPTIONS does not take this flag.
-      v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+      v8().setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
       // Paths as the shell gives them: spaces, '#', '%' and non-ASCII are file names, not URL syntax.
       const where = setup(opts, paths);
       const { config, configFile } = where;

@@ -3,12 +3,11 @@
  * span keys, relative paths resolved against the config file, durations into milliseconds and
  * secrets from `*_file` or the environment. Every problem names the file and the key path.
  */
-import { createHmac, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type * as Yaml from 'js-yaml';
 import type Cron from 'node-cron';
-import { lazy } from '../util/lazy.js';
+import { lazy, nodeCrypto } from '../util/lazy.js';
 import { DETECTORS } from '../detectors/index.js';
 import type { Params } from '../detectors/types.js';
 import { parseDuration } from '../util/duration.js';
@@ -163,14 +162,16 @@ function resolveConfig(file: string | null, doc: unknown, opts: LoadOptions): Co
   };
 }
 
-const FINGERPRINT_KEY = randomBytes(32);
+/** This process's key for the fingerprints, made with the first one. */
+let fingerprintKey: Buffer | null = null;
 
 /** The file's keys, dotted (a list is one value), each with an HMAC of its value. */
 function fingerprints(doc: unknown, prefix = '', out: Record<string, string> = {}): Record<string, string> {
   if (doc !== null && typeof doc === 'object' && !Array.isArray(doc)) {
     for (const [k, v] of Object.entries(doc)) fingerprints(v, prefix === '' ? k : `${prefix}.${k}`, out);
   } else if (prefix !== '') {
-    out[prefix] = createHmac('sha256', FINGERPRINT_KEY).update(JSON.stringify(doc)).digest('base64url').slice(0, 16);
+    fingerprintKey ??= nodeCrypto().randomBytes(32);
+    out[prefix] = nodeCrypto().createHmac('sha256', fingerprintKey).update(JSON.stringify(doc)).digest('base64url').slice(0, 16);
   }
   return out;
 }

@@ -11,12 +11,13 @@
  * The file only grows, in whole blocks while the run goes on: a record cut at the end is "not
  * yet", and reading resumes at the start of the record it belongs to.
  */
-import { crc32 } from 'node:zlib';
+import type * as Zlib from 'node:zlib';
 import { EXACT_DIGITS, exactDecimal } from './json.js';
 import { canonicalKey, END_OF_TRAINING, ListedRecord, trainTag } from './keys.js';
 import { settingsOf } from './run-config.js';
 import type { FormatId, Framing, MetricRecord, ParsedRecord, ParserOptions, RecordParser } from './types.js';
 import { defineInput } from './types.js';
+import { lazy } from '../util/lazy.js';
 
 export const WANDB_MAGIC = Buffer.from(':W&B', 'latin1');
 export const WANDB_HEADER_BYTES = 7;
@@ -26,8 +27,15 @@ const FULL = 1;
 const FIRST = 2;
 const MIDDLE = 3;
 const LAST = 4;
-/** The CRC32 of each type byte a chunk's CRC starts from (a chunk's CRC covers its type, then its data). */
-const TYPE_CRC = Array.from({ length: 256 }, (_, t) => crc32(Uint8Array.of(t)));
+/** node:zlib, loaded with the first W&B file read (issue 32: start-up of a run without one). */
+const zlib = lazy<typeof Zlib>('node:zlib');
+/** zlib's CRC32, and the CRC32 of each type byte a chunk's CRC starts from (a chunk's CRC covers its type, then its data). */
+let crcs: { crc32: typeof Zlib.crc32; typeCrc: number[] } | null = null;
+function chunkCrcs(): { crc32: typeof Zlib.crc32; typeCrc: number[] } {
+  if (crcs !== null) return crcs;
+  const crc32 = zlib().crc32;
+  return (crcs = { crc32, typeCrc: Array.from({ length: 256 }, (_, t) => crc32(Uint8Array.of(t))) });
+}
 
 export interface WandbChunks {
   /** The data of every complete record, in order. */
@@ -54,6 +62,7 @@ export function wandbRecords(buf: Uint8Array, at: number): WandbChunks {
   let parts: Uint8Array[] | null = null;
   let broken = false;
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const { crc32, typeCrc } = chunkCrcs();
   while (pos < buf.length) {
     const inBlock = WANDB_BLOCK - ((at + pos) % WANDB_BLOCK);
     if (inBlock < CHUNK_HEADER) {
@@ -86,7 +95,7 @@ export function wandbRecords(buf: Uint8Array, at: number): WandbChunks {
     const end = pos + CHUNK_HEADER + len;
     if (end > buf.length) break;
     const data = buf.subarray(pos + CHUNK_HEADER, end);
-    const ok = crc32(data, TYPE_CRC[type]) >>> 0 === crc;
+    const ok = crc32(data, typeCrc[type]) >>> 0 === crc;
     pos = end;
     if (!ok) {
       bad++;

@@ -16,9 +16,13 @@
  * would otherwise idle until the whole part was done.
  */
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type * as WorkerThreads from 'node:worker_threads';
 import type { FileKind } from '../parsers/index.js';
 import type { AheadFraming, Frames } from '../parsers/types.js';
+import { lazy } from '../util/lazy.js';
+
+/** Loaded with the first decode thread: most reads never start one (issue 32: start-up). */
+const workerThreads = lazy<typeof WorkerThreads>('node:worker_threads');
 
 /**
  * A part handed to the decode thread: `want` bytes from byte `at` of the file open as `fd` (the
@@ -68,7 +72,7 @@ interface Waiting {
 }
 
 class DecodeThread {
-  private readonly worker: Worker;
+  private readonly worker: WorkerThreads.Worker;
   /** Beside this module: dist/src/sources/ as compiled, or dist/bundle/ beside barwatch.cjs. */
   private readonly module = new URL('./decode-worker.js', import.meta.url);
   private next = 1;
@@ -79,7 +83,7 @@ class DecodeThread {
   private readonly waitedFor = new Int32Array(new SharedArrayBuffer(4));
 
   constructor() {
-    this.worker = new Worker(this.module, { workerData: { hurry: this.waitedFor } });
+    this.worker = new (workerThreads().Worker)(this.module, { workerData: { hurry: this.waitedFor } });
     this.worker.on('message', (m: AheadReply) => this.reply(m));
     this.worker.on('error', () => this.fail());
     this.worker.on('exit', () => this.fail());

@@ -10,9 +10,9 @@
  *   starts again at 0.
  * - A line longer than `maxLineBytes` is skipped and counted without being held in memory.
  */
-import { createHash } from 'node:crypto';
 import { promises as fsp, readSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { nodeCrypto } from '../util/lazy.js';
 
 export interface TailCheckpoint {
   dev: number;
@@ -63,7 +63,7 @@ export type ReadOutcome = 'idle' | 'more' | 'gone';
 const FP_CAP = 1024;
 
 function sha1(buf: Buffer): string {
-  return createHash('sha1').update(buf).digest('hex');
+  return nodeCrypto().createHash('sha1').update(buf).digest('hex');
 }
 
 /** The text of buf[start, end), a CR before the newline dropped (CRLF). */

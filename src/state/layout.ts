@@ -2,9 +2,17 @@
  * Every path under `state_dir`, named in one place. The daemon owns the folder; `analyze` never
  * writes to it, and the `silence` and `summary` commands read or change the files named here.
  */
-import { createHash } from 'node:crypto';
+import type * as Crypto from 'node:crypto';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import path from 'node:path';
+
+/**
+ * node:crypto, loaded when a state folder is named after its paths: `analyze` never is, and loading
+ * it costs ~5 ms of every start (issue 32). util/lazy.ts does this elsewhere; state/ imports nothing.
+ */
+const require = createRequire(import.meta.url);
+let crypto: typeof Crypto | null = null;
 
 export interface StateLayout {
   dir: string;
@@ -52,7 +60,8 @@ export function defaultStateDir(roots: readonly string[], env: NodeJS.ProcessEnv
   const base =
     env['XDG_STATE_HOME'] !== undefined && env['XDG_STATE_HOME'] !== '' ? env['XDG_STATE_HOME'] : path.join(homedir(), '.local', 'state');
   const sorted = [...roots].sort();
-  const id = createHash('sha256').update(sorted.join('\0')).digest('hex').slice(0, 12);
+  crypto ??= require('node:crypto') as typeof Crypto;
+  const id = crypto.createHash('sha256').update(sorted.join('\0')).digest('hex').slice(0, 12);
   const name = path.basename(sorted[0] ?? '').replace(/[^\w.-]/g, '_') || 'root';
   return path.join(base, 'barwatch', `${name}-${id}`);
 }

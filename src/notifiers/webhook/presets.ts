@@ -5,11 +5,11 @@
  * limits (message length, messages a minute). `json` posts the notification itself, or a
  * template over it. Where each rule comes from is named beside it.
  */
-import { createHmac } from 'node:crypto';
 import type { Notification, NotifiedAlert, SendResult } from '../../alerting/types.js';
 import type { Summary } from '../../summary/build.js';
 import { where } from '../../util/format.js';
 import { keyEvidence, messageOf, plainText, title } from '../render.js';
+import { nodeCrypto } from '../../util/lazy.js';
 
 export const PRESET_IDS = ['json', 'feishu', 'dingtalk', 'wecom', 'discord', 'teams'] as const;
 export type PresetId = (typeof PRESET_IDS)[number];
@@ -132,7 +132,7 @@ function parseBody(body: string): Record<string, unknown> | null {
  * messages a minute and 5 a second per bot; a request body of at most 20 KB.
  */
 export function feishuSign(secret: string, timestampS: number): string {
-  return createHmac('sha256', `${timestampS}\n${secret}`).update('').digest('base64');
+  return nodeCrypto().createHmac('sha256', `${timestampS}\n${secret}`).update('').digest('base64');
 }
 
 const feishu: Preset = {
@@ -182,7 +182,7 @@ function linksOf(n: Notification, ctx: PresetContext): string {
  * of at most 20,000 bytes.
  */
 export function dingtalkSign(secret: string, timestampMs: number): string {
-  return createHmac('sha256', secret).update(`${timestampMs}\n${secret}`).digest('base64');
+  return nodeCrypto().createHmac('sha256', secret).update(`${timestampMs}\n${secret}`).digest('base64');
 }
 
 const dingtalk: Preset = {
