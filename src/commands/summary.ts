@@ -3,7 +3,6 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { ReadState } from '../pipeline/pipeline.js';
-import { fitReadState } from '../pipeline/state-schema.js';
 import { RunRegistry } from '../runs/registry.js';
 import { loadState } from '../state/file.js';
 import { stateLayout } from '../state/layout.js';
@@ -24,6 +23,8 @@ export function registerSummary(program: Command): void {
       const where = setup(opts, paths);
       sayWhere(where);
       const config = where.config;
+      // The state file's schema loads with the command that reads it, not at every start (issue 32).
+      const { fitReadState } = await import('../pipeline/state-schema.js');
       const { state, problems } = await loadState<ReadState>(stateLayout(config.stateDir).state, fitReadState);
       for (const p of problems) process.stderr.write(`barwatch: ${p}\n`);
       if (state === null) fail(noStateHelp(config.stateDir, where.stateHow));

@@ -6,6 +6,13 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 
+// Without zod's compiled parsers: zod makes one with `new Function` for each object schema at its
+// first parse (and probes `new Function` once to see whether it may), but barwatch parses a config
+// once a run, and code made that way is never in the bundle's code cache (issue 32: start-up, ~10
+// ms). Set before the schemas below are made, as zod reads it when each is made. Loading a saved
+// state of 200 runs takes as long either way (525 ms).
+z.config({ jitless: true });
+
 export const DURATION_MESSAGE = 'must be a duration such as 500ms, 10s, 5m or 4h';
 
 /** Node's timers hold at most 2^31-1 ms (about 24.8 days); a longer one fires after 1 ms. */
