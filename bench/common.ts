@@ -32,6 +32,11 @@ export function arg(name: string, fallback: number, quick = fallback): number {
   return i === -1 ? (QUICK ? quick : fallback) : Number(process.argv[i + 1]);
 }
 
+/** Whether `--name` was given. */
+export function flag(name: string): boolean {
+  return process.argv.includes(`--${name}`);
+}
+
 /** The text after `--name`, or null. */
 export function textArg(name: string): string | null {
   const i = process.argv.indexOf(`--${name}`);

@@ -9,16 +9,35 @@
  * rounds is reported (the mean of the middle two when even). Issue 20's target: barwatch <= 3x
  * the bare follower at both paces.
  *
- *   node dist/bench/follow.js [--runs N] [--seconds S] [--rounds R] [--base DIR]
+ *   node dist/bench/follow.js [--runs N] [--seconds S] [--rounds R] [--base DIR] [--fresh]
+ *
+ * Every daemon follows the same tree and resumes the state the one before it saved, so after the
+ * first the runs are hundreds to thousands of steps old: a run's detectors then judge full
+ * histories, as they do on a run followed for hours. `--fresh`: each follower gets a tree and a
+ * state of its own, made just before it starts, so every one follows young runs (tens of steps,
+ * where several detectors wait for enough points); the title says which.
  *
  * `--base DIR`: also a build in DIR (a git worktree of another commit with `npm run build` done),
  * for an A/B of a change: a way of following is compared by building the commit that has it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { appendEvery, arg, cpuWhile, median, QUICK, report, RUN_FILES, runTree, startBareFollower, textArg, Watcher } from './common.js';
+import {
+  appendEvery,
+  arg,
+  cpuWhile,
+  flag,
+  median,
+  QUICK,
+  report,
+  RUN_FILES,
+  runTree,
+  startBareFollower,
+  textArg,
+  Watcher,
+} from './common.js';
 
 /** After the catch-up, before measuring: the daemon's start-up work is done. */
 const SETTLE_MS = QUICK ? 3_000 : 10_000;
@@ -56,9 +75,11 @@ export async function main(): Promise<void> {
   // and the first sweep in every round: 2.5 times their share.
   const seconds = arg('seconds', 30, 4);
   const rounds = arg('rounds', 2, 1);
+  const fresh = flag('fresh');
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-follow-'));
   try {
-    const { all, writers, cfg } = runTree(dir, runs);
+    let tree = { dir, ...runTree(dir, runs) };
+    let trees = 0;
     const list = kinds();
     // samples[kind][pace] = CPU % of each round
     const samples: Record<string, Record<number, number[]>> = {};
@@ -67,12 +88,18 @@ export async function main(): Promise<void> {
     for (let round = 0; round < rounds; round++) {
       // The builds swap places each round: a daemon started later catches up a longer backlog
       // (the lines written while the others were measured), and carried its garbage into the
-      // measurement (with a fixed order, the second build measured higher at 200 lines/s). Every
-      // daemon follows the same tree and resumes the state the one before it saved: after the
-      // first, the runs are hundreds to thousands of steps old (fresh trees measure young runs).
+      // measurement (with a fixed order, the second build measured higher at 200 lines/s).
       const builds = list.filter((k) => k.start !== undefined);
       const order = [...(round % 2 === 0 ? builds : [...builds].reverse()), ...list.filter((k) => k.start === undefined)];
       for (const k of order) {
+        if (fresh) {
+          // A tree and a state of its own, written just now: young runs (see --fresh).
+          const own = path.join(dir, `fresh${++trees}`);
+          mkdirSync(own);
+          tree = { dir: own, ...runTree(own, runs) };
+          step = 2;
+        }
+        const { all, writers, cfg } = tree;
         let pid: number;
         let stop: () => Promise<void>;
         if (k.start === undefined) {
@@ -81,7 +108,7 @@ export async function main(): Promise<void> {
           pid = bare.pid!;
           stop = () => Promise.resolve(void bare.kill());
         } else {
-          const w = k.start(dir, cfg);
+          const w = k.start(tree.dir, cfg);
           await w.until(0);
           await sleep(SETTLE_MS);
           pid = w.child.pid!;
@@ -98,7 +125,7 @@ export async function main(): Promise<void> {
     const bare = (ms: number): number => median(samples['bare follower']![ms]!);
     report(
       'follow',
-      `Following ${runs} runs x ${RUN_FILES.length} files while each run's reward_history.jsonl grows one line per interval (${seconds} s a pace, the median of ${rounds} interleaved rounds; CPU in % of one core; ratio to the bare follower, target <= 3)`,
+      `Following ${runs} runs x ${RUN_FILES.length} files (${fresh ? 'young runs: a tree of its own for each follower' : 'runs hundreds to thousands of steps old after the first daemon: one tree, each daemon resuming the state before'}) while each run's reward_history.jsonl grows one line per interval (${seconds} s a pace, the median of ${rounds} interleaved rounds; CPU in % of one core; ratio to the bare follower, target <= 3)`,
       [
         'follower',
         ...PACES.map((ms) => `${Math.round((runs * 1000) / ms)} lines/s: CPU %`),
@@ -109,7 +136,7 @@ export async function main(): Promise<void> {
         ...PACES.map((ms) => `${median(samples[k.name]![ms]!).toFixed(2)} (${samples[k.name]![ms]!.map((x) => x.toFixed(2)).join(', ')})`),
         ...PACES.map((ms) => (median(samples[k.name]![ms]!) / bare(ms)).toFixed(2)),
       ]),
-      { runs, seconds, rounds, samples },
+      { runs, seconds, rounds, fresh, samples },
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
