@@ -12,7 +12,7 @@ import path from 'node:path';
  * it costs ~5 ms of every start (issue 32). util/lazy.ts does this elsewhere; state/ imports nothing.
  */
 const require = createRequire(import.meta.url);
-let crypto: typeof Crypto | null = null;
+let cryptoModule: typeof Crypto | null = null;
 
 export interface StateLayout {
   dir: string;
@@ -60,8 +60,8 @@ export function defaultStateDir(roots: readonly string[], env: NodeJS.ProcessEnv
   const base =
     env['XDG_STATE_HOME'] !== undefined && env['XDG_STATE_HOME'] !== '' ? env['XDG_STATE_HOME'] : path.join(homedir(), '.local', 'state');
   const sorted = [...roots].sort();
-  crypto ??= require('node:crypto') as typeof Crypto;
-  const id = crypto.createHash('sha256').update(sorted.join('\0')).digest('hex').slice(0, 12);
+  cryptoModule ??= require('node:crypto') as typeof Crypto;
+  const id = cryptoModule.createHash('sha256').update(sorted.join('\0')).digest('hex').slice(0, 12);
   const name = path.basename(sorted[0] ?? '').replace(/[^\w.-]/g, '_') || 'root';
   return path.join(base, 'barwatch', `${name}-${id}`);
 }
