@@ -45,6 +45,34 @@ describe('trend tests', () => {
     assert.ok(mannKendall([5, 4, 3, 2, 1, 0]).pDown < 0.01);
   });
 
+  test('Mann-Kendall: S counted by a merge sort equals S by every pair, ties, -0 and non-finite values included', () => {
+    // S by every pair, as the test defines it.
+    const byPairs = (xs: number[]): number => {
+      let s = 0;
+      for (let i = 0; i < xs.length - 1; i++) for (let j = i + 1; j < xs.length; j++) s += Math.sign(xs[j]! - xs[i]!);
+      return s;
+    };
+    const r = rng(20261204);
+    for (let k = 0; k < 400; k++) {
+      const n = Math.floor(r() * 300);
+      // Few distinct values (many ties) in half the series, any double in the rest.
+      const few = k % 2 === 0;
+      const xs = Array.from({ length: n }, () => (few ? Math.floor(r() * 6) - 2 : (r() - 0.5) * 1e3));
+      if (k % 7 === 0 && n > 2) xs[1] = -0;
+      if (k % 11 === 0 && n > 3) xs[2] = 0;
+      assert.equal(mannKendall(xs).s, byPairs(xs), `series ${k} (${n} values)`);
+    }
+    for (const odd of [
+      [1, NaN, 3],
+      [Infinity, 1, Infinity],
+      [-Infinity, 2, 3],
+      [1, 2, Infinity],
+    ])
+      assert.ok(Object.is(mannKendall(odd).s, byPairs(odd)), `${odd.join(', ')}`);
+    assert.equal(mannKendall([]).s, 0);
+    assert.equal(mannKendall([7]).s, 0);
+  });
+
   test('Theil-Sen ignores an outlier that would tilt least squares', () => {
     const xs = Array.from({ length: 21 }, (_, i) => 0.5 * i);
     xs[20] = 100;

@@ -85,28 +85,82 @@ export interface MannKendall {
   pDown: number;
 }
 
+/** Scratch arrays of kendallS's merge sort, grown as needed. */
+let mergeA = new Float64Array(256);
+let mergeB = new Float64Array(256);
+
 /**
- * Mann-Kendall trend test with the tie and continuity corrections. O(n^2). With `serial`, the
+ * Mann-Kendall's S of finite values: the pairs i < j with xs[j] > xs[i] less those with
+ * xs[j] < xs[i] (equal values count neither way), from the pairs out of order, counted by a
+ * merge sort in O(n log n): S = all pairs - pairs of equal values (`tiedPairs`) - 2 x pairs out
+ * of order. An integer either way, so the same S as comparing every pair.
+ */
+function kendallS(xs: readonly number[], tiedPairs: number): number {
+  const n = xs.length;
+  if (mergeA.length < n) {
+    mergeA = new Float64Array(n);
+    mergeB = new Float64Array(n);
+  }
+  let from = mergeA;
+  let to = mergeB;
+  for (let i = 0; i < n; i++) from[i] = xs[i]!;
+  let outOfOrder = 0;
+  for (let width = 1; width < n; width *= 2) {
+    for (let lo = 0; lo < n; lo += 2 * width) {
+      const mid = Math.min(lo + width, n);
+      const hi = Math.min(lo + 2 * width, n);
+      let i = lo;
+      let j = mid;
+      let k = lo;
+      while (i < mid && j < hi) {
+        // An equal value on the left goes first: not a pair out of order.
+        if (from[i]! <= from[j]!) to[k++] = from[i++]!;
+        else {
+          outOfOrder += mid - i;
+          to[k++] = from[j++]!;
+        }
+      }
+      while (i < mid) to[k++] = from[i++]!;
+      while (j < hi) to[k++] = from[j++]!;
+    }
+    const t = from;
+    from = to;
+    to = t;
+  }
+  return (n * (n - 1)) / 2 - tiedPairs - 2 * outOfOrder;
+}
+
+/**
+ * Mann-Kendall trend test with the tie and continuity corrections. With `serial`, the
  * variance of S is inflated for lag-1 autocorrelation of the detrended series (Yue and Wang's
  * effective sample size, first lag): training curves are autocorrelated, and without this the
  * test finds "trends" in noise far more often than alpha.
  */
 export function mannKendall(xs: readonly number[], serial = false): MannKendall {
   const n = xs.length;
-  let s = 0;
-  for (let i = 0; i < n - 1; i++) {
-    const xi = xs[i]!;
-    for (let j = i + 1; j < n; j++) s += Math.sign(xs[j]! - xi);
-  }
   // Ties: runs of equal values in a sorted copy (a typed array sorts numerically, no map).
   const sorted = Float64Array.from(xs).sort();
   let ties = 0;
+  let tiedPairs = 0;
   for (let i = 0; i < n;) {
     let j = i + 1;
     while (j < n && sorted[j] === sorted[i]) j++;
     const t = j - i;
-    if (t > 1) ties += t * (t - 1) * (2 * t + 5);
+    if (t > 1) {
+      ties += t * (t - 1) * (2 * t + 5);
+      tiedPairs += (t * (t - 1)) / 2;
+    }
     i = j;
+  }
+  // Sorted, a NaN comes last and an infinity first or last: S by every pair there, where a NaN
+  // or two equal infinities make it NaN as they always did (their difference has no sign).
+  let s = 0;
+  if (n > 1 && Number.isFinite(sorted[0]!) && Number.isFinite(sorted[n - 1]!)) s = kendallS(xs, tiedPairs);
+  else {
+    for (let i = 0; i < n - 1; i++) {
+      const xi = xs[i]!;
+      for (let j = i + 1; j < n; j++) s += Math.sign(xs[j]! - xi);
+    }
   }
   let variance = (n * (n - 1) * (2 * n + 5) - ties) / 18;
   if (serial && n > 3) variance *= 1 + 2 * (1 - 1 / n) * Math.max(0, lag1(detrend(xs)));
@@ -308,16 +362,21 @@ export interface SpectralPeak {
   contrast: number;
 }
 
-const trigTables = new Map<number, { cos: Float64Array; sin: Float64Array }>();
+const trigTables = new Map<number, { cos: Float64Array; sin: Float64Array; hann: Float64Array }>();
 
-/** cos and sin of 2*pi*j/n for j < n, computed once per n. */
-function trig(n: number): { cos: Float64Array; sin: Float64Array } {
+/**
+ * cos and sin of 2*pi*j/n for j < n, and the Hann window's weights of n points, computed once per
+ * n (a detector judges the same window lengths at every evaluation: the cosines were a third of a
+ * spectrum's time).
+ */
+function trig(n: number): { cos: Float64Array; sin: Float64Array; hann: Float64Array } {
   let t = trigTables.get(n);
   if (t === undefined) {
-    t = { cos: new Float64Array(n), sin: new Float64Array(n) };
+    t = { cos: new Float64Array(n), sin: new Float64Array(n), hann: new Float64Array(n) };
     for (let j = 0; j < n; j++) {
       t.cos[j] = Math.cos((2 * Math.PI * j) / n);
       t.sin[j] = Math.sin((2 * Math.PI * j) / n);
+      t.hann[j] = 0.5 - 0.5 * Math.cos((2 * Math.PI * j) / (n - 1));
     }
     if (trigTables.size < 16) trigTables.set(n, t);
   }
@@ -332,10 +391,10 @@ export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod
   const n = xs.length;
   if (n < 8) return null;
   const r = detrend(xs);
-  const w = r.map((x, i) => x * (0.5 - 0.5 * Math.cos((2 * Math.PI * i) / (n - 1))));
+  const { cos, sin, hann } = trig(n);
+  const w = r.map((x, i) => x * hann[i]!);
   const half = Math.floor(n / 2);
   const power = new Array<number>(half + 1).fill(0);
-  const { cos, sin } = trig(n);
   for (let k = 1; k <= half; k++) {
     let re = 0;
     let im = 0;
@@ -388,7 +447,7 @@ export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod
   const red = new Array<number>(half + 1).fill(0);
   let redTotal = 0;
   for (let k = 1; k <= half; k++) {
-    red[k] = 1 / (1 + phi * phi - 2 * phi * Math.cos((2 * Math.PI * k) / n));
+    red[k] = 1 / (1 + phi * phi - 2 * phi * cos[k]!);
     redTotal += red[k]!;
   }
   // The band's share of the windowed spectrum, applied to the unwindowed residual's variance:
