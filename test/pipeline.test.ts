@@ -15,6 +15,7 @@ import { tempDir } from './helpers/fs.js';
 import { RUN_SETTINGS, writeRun } from './helpers/run.js';
 import { firstDiff } from './helpers/diff.js';
 import { writeAtomic } from '../src/state/atomic.js';
+import { StateSaver } from '../src/daemon/state.js';
 import { Curve, CURVE_FIELDS, History, packDoubles, RollingWindow, type CurveColumns, type HistoryJSON } from '../src/stats/rolling.js';
 import { DEFAULTS } from './helpers/defaults.js';
 
@@ -165,8 +166,10 @@ describe('pipeline', () => {
       'b'.repeat(349_000),
       '€',
     ];
-    await writeAtomic(file, pieces);
+    // It says how many bytes it wrote (UTF-8: the euro sign three, an emoji four).
+    assert.equal(await writeAtomic(file, pieces), statSync(file).size);
     assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
+    assert.equal(await writeAtomic(file, 'ü€'), 5);
     // Two at once (one write buffer serves both), with surrogate pairs at every offset a cut can
     // fall on, and pieces pushed by a function as the state save pushes them.
     const other = path.join(path.dirname(file), 'other.json');
@@ -180,8 +183,37 @@ describe('pipeline', () => {
     ]);
     assert.equal(readFileSync(file, 'utf8'), pieces.join(''));
     assert.equal(readFileSync(other, 'utf8'), odd.join(''));
-    await writeAtomic(file, ['{}']);
+    assert.equal(await writeAtomic(file, ['{}']), 2);
     assert.equal(readFileSync(file, 'utf8'), '{}');
+  });
+
+  test('a timed save waits for its duration and its size: a large state is saved at most about 128 KiB a second', async () => {
+    const file = path.join(tempDir(), 'state.json');
+    let clock = 1_000_000;
+    let size = 1 << 20;
+    let changes = 0;
+    const saver = new StateSaver({
+      file,
+      pieces: (sink) => sink.push('x'.repeat(size)),
+      mark: () => [changes],
+      log: silentLogger(),
+      now: () => clock,
+    });
+    assert.ok(saver.due(), 'nothing saved yet');
+    changes++;
+    await saver.save();
+    assert.equal(statSync(file).size, 1 << 20);
+    // The save took no time on this clock: its 1 MiB alone spaces the next, 8 s at 128 KiB/s.
+    clock += 7_900;
+    assert.ok(!saver.due(), '1 MiB saved 7.9 s ago');
+    clock += 200;
+    assert.ok(saver.due(), '1 MiB saved 8.1 s ago');
+    // A small state is due again at once (the checkpoint interval is the daemon's timer).
+    size = 1000;
+    changes++;
+    await saver.save();
+    clock += 10;
+    assert.ok(saver.due(), '1,000 bytes saved 10 ms ago');
   });
 
   test('a state pushed in pieces is written as it is pushed: no piece waits for the ones after it', async () => {

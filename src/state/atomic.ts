@@ -40,6 +40,8 @@ let shared: Buffer | null = null;
  */
 class WriteSink {
   private used = 0;
+  /** Bytes written so far. */
+  written = 0;
 
   constructor(
     private readonly fd: number,
@@ -69,15 +71,18 @@ class WriteSink {
 
   flush(): void {
     for (let at = 0; at < this.used;) at += writeSync(this.fd, this.buf, at, this.used - at);
+    this.written += this.used;
     this.used = 0;
   }
 }
 
-function writePieces(fd: number, pieces: Pieces): void {
+/** Writes the pieces; the bytes written. */
+function writePieces(fd: number, pieces: Pieces): number {
   const sink = new WriteSink(fd, (shared ??= Buffer.allocUnsafe(WRITE_BUFFER)));
   if (typeof pieces === 'function') pieces(sink);
   else for (const piece of pieces) sink.push(piece);
   sink.flush();
+  return sink.written;
 }
 
 function isHighSurrogate(unit: number): boolean {
@@ -97,15 +102,18 @@ async function openExclusive(tmp: string): Promise<fsp.FileHandle> {
 
 /**
  * Replaces `file` with `data` (a text, or the pieces of one) so that a crash at any moment leaves
- * either the old file or the new one.
+ * either the old file or the new one. Resolves to the bytes written.
  */
-export async function writeAtomic(file: string, data: string | Pieces): Promise<void> {
+export async function writeAtomic(file: string, data: string | Pieces): Promise<number> {
   const tmp = `${file}.tmp`;
   const fh = await openExclusive(tmp);
+  let bytes: number;
   try {
     await fh.chmod(PRIVATE_FILE_MODE);
-    if (typeof data === 'string') await fh.writeFile(data, 'utf8');
-    else writePieces(fh.fd, data);
+    if (typeof data === 'string') {
+      await fh.writeFile(data, 'utf8');
+      bytes = Buffer.byteLength(data, 'utf8');
+    } else bytes = writePieces(fh.fd, data);
     await fh.sync();
   } finally {
     await fh.close();
@@ -121,4 +129,5 @@ export async function writeAtomic(file: string, data: string | Pieces): Promise<
   } catch {
     // Some file systems refuse fsync on a folder; the rename is still atomic.
   }
+  return bytes;
 }
