@@ -97,6 +97,15 @@ export interface Machine {
    * cost of a call moves their ratio from one machine to the next.
    */
   syscallUs: number;
+  /**
+   * Nanoseconds of one load from memory that is in no cache: a chain of loads, each depending on
+   * the one before, over the lines of a 64 MiB array in a random order (the median of 5 runs of
+   * 300,000). A daemon following 200
+   * runs reads each run's statistics once a second, long after the other 199 have pushed them out
+   * of the caches, so its time per line moves with this cost (BENCHMARKS.md, session 23); a bare
+   * follower keeps nothing of a run between lines.
+   */
+  missNs: number;
 }
 
 let measured: Machine | null = null;
@@ -124,6 +133,7 @@ export function machine(): Machine {
     referenceMs: median(runs),
     ...memoryTouch(),
     syscallUs: syscallCost(),
+    missNs: missCost(),
   };
   return measured;
 }
@@ -144,6 +154,37 @@ function syscallCost(): number {
   } finally {
     closeSync(fd);
   }
+}
+
+/** Machine.missNs. */
+function missCost(): number {
+  // One link per 64-byte line of a 64 MiB array (more than a server's last-level cache holds),
+  // the lines in a random order (Fisher-Yates with a fixed LCG: the same order on every machine)
+  // linked into one cycle: each load waits for the one before and finds neither its line in a
+  // cache nor, mostly, its page in the translation cache.
+  const lines = 1 << 20;
+  const perLine = 16; // Int32s in 64 bytes
+  const order = Int32Array.from({ length: lines }, (_, i) => i);
+  let seed = 2463534242;
+  for (let i = lines - 1; i > 0; i--) {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    const j = seed % (i + 1);
+    const t = order[i]!;
+    order[i] = order[j]!;
+    order[j] = t;
+  }
+  const chain = new Int32Array(lines * perLine);
+  for (let i = 0; i < lines; i++) chain[order[i]! * perLine] = order[(i + 1) % lines]! * perLine;
+  const loads = 300_000;
+  const runs: number[] = [];
+  let x = order[0]! * perLine;
+  for (let r = 0; r < 5; r++) {
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < loads; i++) x = chain[x]!;
+    runs.push((seconds(t) * 1e9) / loads);
+  }
+  if (x < 0) throw new Error('the chain led nowhere');
+  return median(runs);
 }
 
 /** Machine.freshMsPerMiB and touchedMsPerMiB, measured on 64 MiB. */
@@ -169,7 +210,8 @@ function memoryTouch(): { freshMsPerMiB: number; touchedMsPerMiB: number } {
 export function machineLine(m: Machine = machine()): string {
   return (
     `machine: ${m.cpu}, ${m.cores} cores, Node ${m.node}, reference loop ${m.referenceMs.toFixed(0)} ms, ` +
-    `fresh memory ${m.freshMsPerMiB.toFixed(2)} ms/MiB (touched ${m.touchedMsPerMiB.toFixed(2)}), system call ${m.syscallUs.toFixed(2)} µs`
+    `fresh memory ${m.freshMsPerMiB.toFixed(2)} ms/MiB (touched ${m.touchedMsPerMiB.toFixed(2)}), system call ${m.syscallUs.toFixed(2)} µs, ` +
+    `memory miss ${m.missNs.toFixed(0)} ns`
   );
 }
 
