@@ -100,10 +100,9 @@ export interface Machine {
   /**
    * Nanoseconds of one load from memory that is in no cache: a chain of loads, each depending on
    * the one before, over the lines of a 64 MiB array in a random order (the median of 5 runs of
-   * 300,000). A daemon following 200
-   * runs reads each run's statistics once a second, long after the other 199 have pushed them out
-   * of the caches, so its time per line moves with this cost (BENCHMARKS.md, session 23); a bare
-   * follower keeps nothing of a run between lines.
+   * 300,000). A daemon following 200 runs reads each run's statistics once a second, long after
+   * the other 199 have pushed them out of the caches, so its time per line moves with this cost
+   * (BENCHMARKS.md, session 23); a bare follower keeps nothing of a run between lines.
    */
   missNs: number;
 }

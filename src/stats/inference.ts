@@ -85,17 +85,16 @@ export interface MannKendall {
   pDown: number;
 }
 
-/** Scratch arrays of kendallS's merge sort, grown as needed. */
+/** Scratch arrays of sortCountingOutOfOrder's merge sort, grown as needed. */
 let mergeA = new Float64Array(256);
 let mergeB = new Float64Array(256);
 
 /**
- * Mann-Kendall's S of finite values: the pairs i < j with xs[j] > xs[i] less those with
- * xs[j] < xs[i] (equal values count neither way), from the pairs out of order, counted by a
- * merge sort in O(n log n): S = all pairs - pairs of equal values (`tiedPairs`) - 2 x pairs out
- * of order. An integer either way, so the same S as comparing every pair.
+ * Finite values sorted by a merge sort that counts, on its way, the pairs i < j with
+ * xs[i] > xs[j] (equal values are no such pair): the sorted values (a scratch array, valid until
+ * the next call) and that count. Null when a value is not finite.
  */
-function kendallS(xs: readonly number[], tiedPairs: number): number {
+function sortCountingOutOfOrder(xs: readonly number[]): { sorted: Float64Array; outOfOrder: number } | null {
   const n = xs.length;
   if (mergeA.length < n) {
     mergeA = new Float64Array(n);
@@ -103,7 +102,11 @@ function kendallS(xs: readonly number[], tiedPairs: number): number {
   }
   let from = mergeA;
   let to = mergeB;
-  for (let i = 0; i < n; i++) from[i] = xs[i]!;
+  for (let i = 0; i < n; i++) {
+    const x = xs[i]!;
+    if (!Number.isFinite(x)) return null;
+    from[i] = x;
+  }
   let outOfOrder = 0;
   for (let width = 1; width < n; width *= 2) {
     for (let lo = 0; lo < n; lo += 2 * width) {
@@ -127,7 +130,7 @@ function kendallS(xs: readonly number[], tiedPairs: number): number {
     from = to;
     to = t;
   }
-  return (n * (n - 1)) / 2 - tiedPairs - 2 * outOfOrder;
+  return { sorted: from.subarray(0, n), outOfOrder };
 }
 
 /**
@@ -138,8 +141,13 @@ function kendallS(xs: readonly number[], tiedPairs: number): number {
  */
 export function mannKendall(xs: readonly number[], serial = false): MannKendall {
   const n = xs.length;
-  // Ties: runs of equal values in a sorted copy (a typed array sorts numerically, no map).
-  const sorted = Float64Array.from(xs).sort();
+  // S from the pairs out of order, counted by the sort that also finds the ties: all pairs less
+  // the pairs of equal values less twice the pairs out of order, an integer either way, so the
+  // same S as comparing every pair (O(n log n) instead of O(n^2)).
+  const merged = sortCountingOutOfOrder(xs);
+  // Ties: runs of equal values in the sorted values (with a non-finite value, a typed-array copy
+  // sorted numerically: a NaN last, an infinity first or last).
+  const sorted = merged?.sorted ?? Float64Array.from(xs).sort();
   let ties = 0;
   let tiedPairs = 0;
   for (let i = 0; i < n;) {
@@ -152,11 +160,12 @@ export function mannKendall(xs: readonly number[], serial = false): MannKendall 
     }
     i = j;
   }
-  // Sorted, a NaN comes last and an infinity first or last: S by every pair there, where a NaN
-  // or two equal infinities make it NaN as they always did (their difference has no sign).
   let s = 0;
-  if (n > 1 && Number.isFinite(sorted[0]!) && Number.isFinite(sorted[n - 1]!)) s = kendallS(xs, tiedPairs);
+  // (No pair below two values: 0, not the -0 that n * (n - 1) / 2 makes of an empty series.)
+  if (merged !== null) s = n < 2 ? 0 : (n * (n - 1)) / 2 - tiedPairs - 2 * merged.outOfOrder;
   else {
+    // Every pair, where a NaN or two equal infinities make S NaN as they always did (their
+    // difference has no sign).
     for (let i = 0; i < n - 1; i++) {
       const xi = xs[i]!;
       for (let j = i + 1; j < n; j++) s += Math.sign(xs[j]! - xi);
