@@ -11,6 +11,7 @@ import {
   noiseSd,
   normalCdf,
   spectralPeak,
+  type SpectralPeak,
   SortedWindow,
   studentTUpper,
   theilSen,
@@ -116,6 +117,63 @@ describe('spectral peak', () => {
     close(k.amplitude, 0.15 / Math.SQRT2, 0.03, 'amplitude');
     const noise = Array.from({ length: 64 }, () => rand());
     assert.ok(spectralPeak(noise, 4, 32)!.share < 0.3);
+  });
+
+  test('the bins of the period range and the total from Parseval give the peak of the whole spectrum', () => {
+    // The spectral peak as it was computed before: every bin transformed, the total summed.
+    const reference = (xs: number[], minPeriod: number, maxPeriod: number): SpectralPeak | null => {
+      const n = xs.length;
+      const r = detrend(xs);
+      const w = r.map((x, i) => x * (0.5 - 0.5 * Math.cos((2 * Math.PI * i) / (n - 1))));
+      const half = Math.floor(n / 2);
+      const power = new Array<number>(half + 1).fill(0);
+      for (let k = 1; k <= half; k++) {
+        let re = 0;
+        let im = 0;
+        for (let i = 0; i < n; i++) {
+          re += w[i]! * Math.cos((2 * Math.PI * k * i) / n);
+          im -= w[i]! * Math.sin((2 * Math.PI * k * i) / n);
+        }
+        power[k] = re * re + im * im;
+      }
+      const total = power.reduce((a, b) => a + b, 0);
+      if (!(total > 0)) return null;
+      const kMin = Math.max(1, Math.ceil(n / maxPeriod));
+      const kMax = Math.min(half, Math.floor(n / minPeriod));
+      const band = (k: number): number => (k - 1 >= kMin ? power[k - 1]! : 0) + power[k]! + (k + 1 <= kMax ? power[k + 1]! : 0);
+      let best = -1;
+      for (let k = kMin; k <= kMax; k++) {
+        if (power[k]! < power[k - 1]! || (k < half && power[k]! < power[k + 1]!)) continue;
+        if (best < 0 || band(k) > band(best)) best = k;
+      }
+      return best < 0 ? null : { period: n / best, share: band(best) / total, amplitude: NaN, contrast: NaN };
+    };
+    const rand = rng(31);
+    let compared = 0;
+    for (let t = 0; t < 3000; t++) {
+      const n = [8, 9, 31, 32, 63, 64, 65, 96, 128, 129, 160, 256][t % 12]!;
+      const kind = Math.floor(t / 12) % 6;
+      const period = 3 + rand() * 40;
+      let ar = 0;
+      const xs = Array.from({ length: n }, (_, i) => {
+        ar = 0.8 * ar + (rand() - 0.5);
+        if (kind === 0) return rand() - 0.5;
+        if (kind === 1) return 0.5 + 0.2 * Math.sin((2 * Math.PI * i) / period) + 0.05 * (rand() - 0.5);
+        if (kind === 2) return ar;
+        if (kind === 3) return 0.001 * i * i + 0.1 * (rand() - 0.5);
+        if (kind === 4) return 0.3;
+        return Math.round(rand() * 3) / 3;
+      });
+      const [lo, hi] = t % 5 === 0 ? [2, n] : [4, 32];
+      const got = spectralPeak(xs, lo, hi);
+      const want = reference(xs, lo, hi);
+      assert.equal(got === null, want === null, `n=${n} kind=${kind}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+      if (got === null || want === null) continue;
+      compared++;
+      assert.equal(got.period, want.period, `n=${n} kind=${kind}: period`);
+      close(got.share, want.share, 1e-9 * Math.max(1, want.share), `n=${n} kind=${kind}: share`);
+    }
+    assert.ok(compared > 2000, `${compared} peaks compared`);
   });
 
   test('detrend removes a line; noiseSd reads white noise through a trend', () => {

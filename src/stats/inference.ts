@@ -403,8 +403,14 @@ export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod
   const { cos, sin, hann } = trig(n);
   const w = r.map((x, i) => x * hann[i]!);
   const half = Math.floor(n / 2);
+  const kMin = Math.max(1, Math.ceil(n / maxPeriod));
+  const kMax = Math.min(half, Math.floor(n / minPeriod));
+  // Only the bins the search reads (the range and a neighbour each side) are transformed: the
+  // periods of interest are about half the spectrum. The power of all of it, which the shares are
+  // of, comes from Parseval: the bins 0..n-1 hold n * sum(w^2) together, bin k as much as bin n-k
+  // (w is real), bin 0 is sum(w)^2 and, n even, bin n/2 is the alternating sum squared.
   const power = new Array<number>(half + 1).fill(0);
-  for (let k = 1; k <= half; k++) {
+  for (let k = Math.max(1, kMin - 1); k <= Math.min(half, kMax + 1); k++) {
     let re = 0;
     let im = 0;
     // j = (k * i) mod n, stepped instead of divided.
@@ -415,11 +421,16 @@ export function spectralPeak(xs: readonly number[], minPeriod: number, maxPeriod
     }
     power[k] = re * re + im * im;
   }
-  let total = 0;
-  for (let k = 1; k <= half; k++) total += power[k]!;
+  let s0 = 0;
+  let s2 = 0;
+  let alt = 0;
+  for (let i = 0; i < n; i++) {
+    s0 += w[i]!;
+    s2 += w[i]! * w[i]!;
+    alt += i % 2 === 0 ? w[i]! : -w[i]!;
+  }
+  const total = n % 2 === 0 ? (n * s2 - s0 * s0 + alt * alt) / 2 : (n * s2 - s0 * s0) / 2;
   if (!(total > 0)) return null;
-  const kMin = Math.max(1, Math.ceil(n / maxPeriod));
-  const kMax = Math.min(half, Math.floor(n / minPeriod));
   // A band is the peak bin and its neighbours inside the range (a bin outside it, e.g. the
   // slow bend a linear detrend leaves at the longest period, is not part of a swing).
   const bandOf = (xs: number[], k: number): number => (k - 1 >= kMin ? xs[k - 1]! : 0) + xs[k]! + (k + 1 <= kMax ? xs[k + 1]! : 0);
