@@ -48,6 +48,16 @@ interface Folder {
 }
 
 /** Folders followed without a watch because of a limit of the machine (see LIMITS), and which. */
+/**
+ * path.join(dir, name) for the names a folder's events carry: a plain name goes after dir's
+ * prefix as path.join would put it there (the prefix worked out once), without path.join's
+ * normalising pass at every append; anything else goes through path.join.
+ */
+export function entryOf(dir: string): (name: string) => string {
+  const prefix = path.join(dir, 'x').slice(0, -1);
+  return (name) => (name === '' || name === '.' || name === '..' || name.includes(path.sep) ? path.join(dir, name) : prefix + name);
+}
+
 export interface Unwatched {
   folders: number;
   code: string | null;
@@ -180,11 +190,12 @@ export async function startTreeWatcher(
    * meanwhile); another failure stops following it.
    */
   const arm = (dir: string, f: Folder): boolean => {
+    const entry = entryOf(dir);
     try {
       f.watch = fsWatch(dir, { persistent: true }, (type, name) => {
         if (closed) return;
         if (name !== null) {
-          const file = path.join(dir, name);
+          const file = entry(name);
           if (f.files.has(file)) {
             // The hot path: an append to a file followed here.
             if (type === 'change') return onEvent('change', file);
