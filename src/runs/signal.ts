@@ -9,6 +9,9 @@ import type { RoundState } from './round.js';
 /** Paper defaults (l_bdy 1.0, l_rel 0.2, count subtracted with weight 1); an additive format term counts 1. */
 export const DEFAULT_WEIGHTS: Record<Component, number> = { boundary: 1.0, relevance: 0.2, format: 1.0, count: 1.0 };
 
+/** `<component>_std` of each component, made once: judged at every few records of every run. */
+const STD_NAMES = Object.fromEntries(COMPONENTS.map((c) => [c, `${c}_std`])) as Record<Component, string>;
+
 export interface SignalShare {
   weights: Record<Component, number>;
   sd: Partial<Record<Component, number>>;
@@ -27,7 +30,7 @@ export function signalShares(round: RoundState, weights: Partial<Record<Componen
   const spread: SignalShare['spread'] = {};
   let window = 0;
   for (const c of COMPONENTS) {
-    const within = round.series.get(`${c}_std`);
+    const within = round.series.get(STD_NAMES[c]);
     const values = round.series.get(c);
     if (within !== undefined && within.window.n > 0) {
       sd[c] = Math.abs(within.window.mean);
