@@ -44,14 +44,18 @@ function basisOf(
   name: string,
   window: number,
   minPoints: number,
-): { w: { values: readonly number[]; steps: readonly number[]; rounds: (number | null)[] }; index: number | null; rounds: RoundState[] } {
+): { w: { values: readonly number[]; steps: readonly number[]; last: number | null }; index: number | null; rounds: RoundState[] } {
   const rounds = roundsOf(run, role).filter((r) => r.series.has(name));
   const full = (r: RoundState | undefined): boolean => r !== undefined && (seriesSpan(r, name)?.steps ?? 0) >= minPoints;
   const index = full(rounds[rounds.length - 1]) ? rounds.length - 1 : full(rounds[rounds.length - 2]) ? rounds.length - 2 : null;
-  if (index === null) return { w: acrossRounds(run, role, name, window), index, rounds };
+  if (index === null) {
+    const a = acrossRounds(run, role, name, window);
+    return { w: { values: a.values, steps: a.steps, last: a.rounds[a.rounds.length - 1] ?? null }, index, rounds };
+  }
+  // No round per point: only the last one's is read.
   const r = rounds[index]!;
   const p = recent(r, name, window);
-  return { w: { ...p, rounds: p.values.map(() => r.round) }, index, rounds };
+  return { w: { values: p.values, steps: p.steps, last: r.round }, index, rounds };
 }
 
 /**
@@ -108,7 +112,7 @@ export const generatorStall: Detector<P> = {
     const rising = mk.pUp < p.alpha && change >= needed && (progress === null || progress.rise >= p.min_rise);
     const falling = mk.pDown < p.alpha && -change >= p.min_rise;
     if (rising || falling) return [];
-    const round = w.rounds[w.rounds.length - 1] ?? null;
+    const round = w.last;
     // Below the target by this much, at the precision the message states it.
     const gap = +(c - mean).toFixed(2);
     const share = run.filter.postShare;
