@@ -47,7 +47,6 @@ interface Folder {
   share: number;
 }
 
-/** Folders followed without a watch because of a limit of the machine (see LIMITS), and which. */
 /**
  * path.join(dir, name) for the names a folder's events carry: a plain name goes after dir's
  * prefix as path.join would put it there (the prefix worked out once), without path.join's
@@ -58,6 +57,7 @@ export function entryOf(dir: string): (name: string) => string {
   return (name) => (name === '' || name === '.' || name === '..' || name.includes(path.sep) ? path.join(dir, name) : prefix + name);
 }
 
+/** Folders followed without a watch because of a limit of the machine (see LIMITS), and which. */
 export interface Unwatched {
   folders: number;
   code: string | null;
