@@ -10,7 +10,10 @@
  * names and numbers; for the run file, its framing walked and every chunk's CRC checked. Each
  * bare loop also runs reading into one buffer used again (bareLoopInPlace, barePartsLoop): the
  * first pays for touching new memory at every chunk, which costs more on some machines than on
- * others (the machine line gives the cost here), the second does not. And
+ * others (the machine line gives the cost here), the second does not. The run file's bare loop
+ * reads no values, where the JSONL loop's JSON.parse does: a third loop reads them too (records
+ * put together, each row's keys and values decoded: bench/wandb.ts bareRowsLoop), the last ratio
+ * column's reference for it (for the other two, their bare loop). And
  * against `jq -c .` where present. Several repetitions, interleaved, median and spread.
  *
  *   node dist/bench/ingest.js [--lines N] [--steps N] [--rows N] [--reps R]
@@ -20,7 +23,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { appendLines, arg, bareLoop, bareLoopInPlace, BIN, jsonlLine, report, seconds, spread, verlLine, type Spread } from './common.js';
-import { bareLoop as bareFraming, barePartsLoop, writeLong } from './wandb.js';
+import { bareLoop as bareFraming, barePartsLoop, bareRowsLoop, writeLong } from './wandb.js';
 
 function analyzeSteps(dir: string): number {
   const out = spawnSync(process.execPath, [BIN, 'analyze', dir, '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 28 });
@@ -40,6 +43,11 @@ interface Input {
   bare: (file: string, n: number) => Promise<number> | number;
   /** The same loop reading into one buffer used again (no new memory per chunk: see bareLoopInPlace). */
   bareInPlace: (file: string, n: number) => number;
+  /**
+   * Where the bare loop reads no values (the run file's walks the framing only), a bare loop that
+   * reads them, as JSON.parse does in the JSONL loop: what it did, and how many rows it read.
+   */
+  bareReading?: { what: string; run: (file: string) => number };
   jq: boolean;
 }
 
@@ -67,6 +75,7 @@ const INPUTS: Record<'jsonl' | 'text' | 'wandb', Input> = {
     // The bare loop counts chunks: one a row at least, besides the run and exit records.
     bare: (file, n) => (bareFraming(file) >= n + 2 ? n : -1),
     bareInPlace: (file, n) => (barePartsLoop(file) >= n + 2 ? n : -1),
+    bareReading: { what: "records put together, each row's keys and values decoded", run: bareRowsLoop },
     jq: false,
   },
 };
@@ -82,7 +91,7 @@ async function measure(
   const file = path.join(run, input.file);
   input.write(file, n);
   const bytes = statSync(file).size;
-  const times: Record<string, number[]> = { bare: [], inPlace: [], barwatch: [], jq: [] };
+  const times: Record<string, number[]> = { bare: [], inPlace: [], reading: [], barwatch: [], jq: [] };
   for (let r = 0; r < reps; r++) {
     let t = process.hrtime.bigint();
     const read = await input.bare(file, n);
@@ -92,6 +101,12 @@ async function measure(
     const readInPlace = input.bareInPlace(file, n);
     times['inPlace']!.push(seconds(t));
     if (readInPlace !== n) throw new Error(`${kind}: the bare loop in one buffer read ${readInPlace} of ${n}`);
+    if (input.bareReading !== undefined) {
+      t = process.hrtime.bigint();
+      const rows = input.bareReading.run(file);
+      times['reading']!.push(seconds(t));
+      if (rows !== n) throw new Error(`${kind}: the bare loop reading values read ${rows} of ${n}`);
+    }
     t = process.hrtime.bigint();
     const steps = analyzeSteps(run);
     times['barwatch']!.push(seconds(t));
@@ -106,6 +121,8 @@ async function measure(
   }
   const b = spread(times['bare']!);
   const bp = spread(times['inPlace']!);
+  // The loop that reads the values: the bare loop itself where it does (JSON.parse, key:value).
+  const br = input.bareReading === undefined ? b : spread(times['reading']!);
   const row = (name: string, s: Spread): string[] => [
     name,
     (n / s.median).toFixed(0),
@@ -113,10 +130,12 @@ async function measure(
     `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`,
     (b.median / s.median).toFixed(2),
     (bp.median / s.median).toFixed(2),
+    (br.median / s.median).toFixed(2),
   ];
   const rows = [
     row(`${input.what}: bare loop (${input.bareWhat})`, b),
     row(`${input.what}: the same bare loop, one buffer used again`, bp),
+    ...(input.bareReading === undefined ? [] : [row(`${input.what}: bare loop reading the values (${input.bareReading.what})`, br)]),
     row(`${input.what}: barwatch analyze (whole process)`, spread(times['barwatch']!)),
   ];
   if (times['jq']!.length > 0) rows.push(row(`${input.what}: jq -c . (one run)`, spread(times['jq']!)));
@@ -136,7 +155,15 @@ export async function main(): Promise<void> {
     report(
       'ingest',
       `Ingest of ${lines} JSONL lines, ${steps} verl steps and ${rows} W&B rows, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
-      ['reader', 'lines/s', 'MB/s', 'seconds', 'ratio to bare loop', 'ratio to bare loop in one buffer'],
+      [
+        'reader',
+        'lines/s',
+        'MB/s',
+        'seconds',
+        'ratio to bare loop',
+        'ratio to bare loop in one buffer',
+        'ratio to bare loop reading the values',
+      ],
       [...a.rows, ...b.rows, ...c.rows],
       [a.data, b.data, c.data],
     );

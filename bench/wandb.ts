@@ -2,8 +2,10 @@
  * Reading W&B run files: `barwatch analyze` of one run file against a bare loop in the same run
  * that walks the LevelDB-log framing and checks each chunk's CRC32 (no record assembly, no
  * protobuf; issue 30's reference reads the whole file into one buffer, a second reads it in parts
- * into one buffer), and against barwatch's framing and decoding into metric records in process (no
- * start-up, no statistics). On the 1,500-row sample wandb 0.30.0 wrote (when present) and on a
+ * into one buffer), against a bare loop that also reads the rows (what JSON.parse is to the JSONL
+ * loop of bench/ingest.ts: issue 32 asks the new readers to keep within the ingest ratios), and
+ * against barwatch's framing and decoding into metric records in process (no start-up, no
+ * statistics). On the 1,500-row sample wandb 0.30.0 wrote (when present) and on a
  * long run written by the test writer. `node dist/bench/wandb.js [--rows 100000]`.
  */
 import { spawnSync } from 'node:child_process';
@@ -85,6 +87,110 @@ export function barePartsLoop(file: string): number {
   }
 }
 
+/** The value of the varint varintEnd last read. */
+let varintValue = 0;
+
+/** Reads the varint of `b` at `pos` into varintValue; the position after it. */
+function varintEnd(b: Buffer, pos: number): number {
+  let v = 0;
+  let mul = 1;
+  for (;;) {
+    const byte = b[pos++]!;
+    v += (byte & 0x7f) * mul;
+    if (byte < 0x80) break;
+    mul *= 128;
+  }
+  varintValue = v;
+  return pos;
+}
+
+/** Where the value of a field of wire type `wire` starts at `pos`: its end (a length-delimited one's value starts at valueStart). */
+let valueStart = 0;
+function fieldEnd(b: Buffer, pos: number, wire: number): number {
+  valueStart = pos;
+  if (wire === 0) return varintEnd(b, pos);
+  if (wire === 1) return pos + 8;
+  if (wire === 5) return pos + 4;
+  if (wire !== 2) throw new Error(`protobuf: wire type ${wire}`);
+  valueStart = varintEnd(b, pos);
+  return valueStart + varintValue;
+}
+
+/**
+ * The values of one history row (a Record whose field 2 is a HistoryRecord): each item's key
+ * (field 1, or its nested_key parts, field 2, joined with '/') as a string and its value_json
+ * (field 16) as Number() reads it; null for a record that holds no row.
+ */
+function rowValues(b: Buffer): Map<string, number> | null {
+  let row: Map<string, number> | null = null;
+  for (let pos = 0; pos < b.length;) {
+    const at = varintEnd(b, pos);
+    const tag = varintValue;
+    pos = fieldEnd(b, at, tag & 7);
+    if (tag !== 18) continue;
+    row = new Map();
+    const hEnd = pos;
+    for (let h = valueStart; h < hEnd;) {
+      const iat = varintEnd(b, h);
+      const itag = varintValue;
+      h = fieldEnd(b, iat, itag & 7);
+      if (itag !== 10) continue;
+      let key = '';
+      let nested: string[] | null = null;
+      let value = NaN;
+      for (let f = valueStart, iEnd = h; f < iEnd;) {
+        const fat = varintEnd(b, f);
+        const ftag = varintValue;
+        f = fieldEnd(b, fat, ftag & 7);
+        if (ftag === 10) key = b.toString('utf8', valueStart, f);
+        else if (ftag === 18) (nested ??= []).push(b.toString('utf8', valueStart, f));
+        else if (ftag === 130) value = Number(b.toString('latin1', valueStart, f));
+      }
+      row.set(nested !== null ? nested.join('/') : key, value);
+    }
+  }
+  return row;
+}
+
+/**
+ * The bare loop that also reads what it walks, as the JSONL loop's JSON.parse does: the framing
+ * walked and every CRC checked (the file read into one buffer), each record put together from its
+ * chunks, and each history row's keys and values decoded (protobuf walked by hand, a string per
+ * key, Number() per value: no schema, no key map, no statistics). The rows read.
+ */
+export function bareRowsLoop(file: string): number {
+  const buf = readFileSync(file);
+  let at = 7;
+  let rows = 0;
+  let parts: Buffer[] = [];
+  while (at + 7 <= buf.length) {
+    const left = BLOCK - (at % BLOCK);
+    if (left < 7) {
+      at += left;
+      continue;
+    }
+    const len = buf.readUInt16LE(at + 4);
+    const type = buf[at + 6]!;
+    if (len === 0 && type === 0) {
+      at += left;
+      continue;
+    }
+    if (at + 7 + len > buf.length) break;
+    const data = buf.subarray(at + 7, at + 7 + len);
+    if (crc32(data, crc32(buf.subarray(at + 6, at + 7))) >>> 0 !== buf.readUInt32LE(at)) throw new Error('bad CRC');
+    at += 7 + len;
+    // FULL (1) is a record; FIRST (2), MIDDLE (3)... LAST (4) one in parts.
+    if (type === 2 || type === 3) {
+      parts.push(data);
+      continue;
+    }
+    const record = type === 4 ? Buffer.concat([...parts, data]) : data;
+    parts = [];
+    if (rowValues(record) !== null) rows++;
+  }
+  return rows;
+}
+
 /** verl's metric names, as a long GRPO run logs them each step. */
 export const KEYS = [
   'critic/score/mean',
@@ -143,6 +249,7 @@ function measure(label: string, file: string, dir: string, rows: number): { rows
   const parts: number[] = [];
   const decoded: number[] = [];
   const analyze: number[] = [];
+  const rowsLoop: number[] = [];
   for (let k = 0; k < 3; k++) {
     let t = performance.now();
     const chunks = bareLoop(file);
@@ -150,6 +257,10 @@ function measure(label: string, file: string, dir: string, rows: number): { rows
     t = performance.now();
     if (barePartsLoop(file) !== chunks) throw new Error(`${label}: the two bare loops walked different chunks`);
     parts.push((performance.now() - t) / 1000);
+    t = performance.now();
+    const read = bareRowsLoop(file);
+    rowsLoop.push((performance.now() - t) / 1000);
+    if (read !== rows) throw new Error(`${label}: the bare loop reading rows read ${read}, wanted ${rows}`);
     t = performance.now();
     const parser = new WandbParser(DEFAULTS.parser);
     const out = parser.records(wandbRecords(readFileSync(file), 0).records);
@@ -163,6 +274,7 @@ function measure(label: string, file: string, dir: string, rows: number): { rows
   }
   const b = median(bare);
   const bp = median(parts);
+  const br = median(rowsLoop);
   const mb = readFileSync(file).length / 1e6;
   const row = (what: string, xs: number[]): string[] => [
     `${label}: ${what}`,
@@ -170,15 +282,17 @@ function measure(label: string, file: string, dir: string, rows: number): { rows
     `${Math.round(rows / median(xs)).toLocaleString('en')} rows/s, ${(mb / median(xs)).toFixed(0)} MB/s`,
     `${(b / median(xs)).toFixed(2)}x`,
     `${(bp / median(xs)).toFixed(2)}x`,
+    `${(br / median(xs)).toFixed(2)}x`,
   ];
   return {
     rows: [
       row('bare loop (framing walked, every CRC checked; the file read into one buffer)', bare),
       row('the same bare loop, the file read in 2 MiB parts into one buffer', parts),
+      row('the bare loop reading the rows (records put together, keys and values decoded: what JSON.parse is to a JSONL loop)', rowsLoop),
       row('framing and decoding into metric records, in process', decoded),
       row('barwatch analyze (start-up, reading, statistics, detectors)', analyze),
     ],
-    data: { [label]: { rows, megabytes: mb, bare, parts, decoded, analyze } },
+    data: { [label]: { rows, megabytes: mb, bare, parts, rowsLoop, decoded, analyze } },
   };
 }
 
@@ -206,7 +320,13 @@ export function main(): Promise<void> {
     const m = measure(`${rows.toLocaleString('en')} rows of ${KEYS.length} keys (test writer)`, file, run, rows);
     all.push(...m.rows);
     Object.assign(data, m.data);
-    report('wandb', `## W&B run files (median of 3)`, ['reader', 'time', 'throughput', 'vs bare loop', 'vs bare loop in parts'], all, data);
+    report(
+      'wandb',
+      `## W&B run files (median of 3)`,
+      ['reader', 'time', 'throughput', 'vs bare loop', 'vs bare loop in parts', 'vs bare loop reading rows'],
+      all,
+      data,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
