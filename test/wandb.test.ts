@@ -625,6 +625,55 @@ test('rows the decode thread leaves past its share are decoded by the parser: an
   }
 });
 
+test('a row with the keys of the row before is read by place: the same records as rows read each on their own, as keys come, go, move and change kind', () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'run-layout.wandb');
+  const w = new WandbWriter(file);
+  w.append(runRecord({ project: 'p', name: 'r', id: 'layout', start: 1_790_000_000_000, config: {} }));
+  for (let s = 1; s <= 240; s++) {
+    let values: Record<string, number | string | object> = { 'critic/score/mean': Math.sin(s), 'actor/entropy': 1 / s, 'a/b/c': s };
+    if (s > 40 && s <= 60) values['actor/kl_loss'] = s / 1000; // a key comes for a while
+    if (s > 60 && s <= 80) delete values['actor/entropy']; // one goes
+    if (s > 80 && s <= 100) values = { 'a/b/c': s, 'actor/entropy': 1 / s, 'critic/score/mean': Math.sin(s) }; // the same keys, moved
+    if (s % 17 === 0) values['hist'] = { _type: 'histogram', values: [1, 2], bins: [0, 1, 2] };
+    if (s % 23 === 0) values['actor/entropy'] = 'not a number';
+    if (s === 130 || s === 131) values['train_runtime'] = 1234.5; // the end-of-training summary, twice
+    if (s === 150) w.append(metricRecord('*', 'train/global_step'));
+    if (s >= 150 && s !== 170) values['train/global_step'] = s * 2; // one row without its declared step
+    if (s > 200) values['critic/score/mean'] = s % 2 === 0 ? NaN : Infinity;
+    w.append(historyRecord(s, values, 1_790_000_000 + s));
+  }
+  w.append(exitRecord(0));
+  w.finish();
+  const records = wandbRecords(readFileSync(file), 0).records;
+  const kept = (out: ParsedRecord[]): string => JSON.stringify(out.filter((r) => r.kind !== 'reach'));
+  // Each record read by a parser of its own that has seen every record before it but no row:
+  // no row before it to read by place.
+  const own: ParsedRecord[] = [];
+  records.forEach((rec, i) => {
+    const parser = new WandbParser(DEFAULTS.parser);
+    parser.records(records.slice(0, i).filter((r) => decodeWandbRecord(r).kind !== 'history'));
+    own.push(...parser.records([rec]));
+  });
+  const expected = kept(own);
+  assert.ok(
+    expected.includes('"step":480') && expected.includes('"kind":"finished"'),
+    'rows at the declared step, the summary and the exit',
+  );
+  assert.equal(
+    kept(new WandbParser(DEFAULTS.parser).records(records)),
+    expected,
+    'one parser, every row after the first with a row before it',
+  );
+  // Rows decoded ahead (the decode thread's key ids, not the parser's), all or half of them.
+  for (const share of [1, 0.5]) {
+    const keys = new KeyCache();
+    const rows = decodeRows(records, keys, share);
+    const got = new WandbParser(DEFAULTS.parser).records(records, new DecodedRows(keys.strs, rows.ids, rows.vals, rows.from, rows.to));
+    assert.equal(kept(got), expected, `share ${share}`);
+  }
+});
+
 test('a part the reading thread waits for comes back from the decode thread with the records it had not decoded left to the parser', async () => {
   const dir = tempDir();
   const write = (name: string, rows: number): { file: string; whole: Buffer; alone: string } => {

@@ -782,6 +782,21 @@ export const WANDB_FRAMING: Framing = {
   },
 };
 
+/** What a row's value is, by its key (WandbParser.layout): none (`_runtime`), the step, the time, the declared step, the end-of-training summary, or a series' value. */
+const ROLE_NONE = 0;
+const ROLE_STEP = 1;
+const ROLE_TIME = 2;
+const ROLE_DECLARED = 3;
+const ROLE_SUMMARY = 4;
+const ROLE_VALUE = 5;
+
+/** Whether ids[from, from + n) are `known`, id for id. */
+function sameIds(known: Int32Array, ids: ArrayLike<number>, from: number, n: number): boolean {
+  if (known.length !== n) return false;
+  for (let k = 0; k < n; k++) if (known[k] !== ids[from + k]) return false;
+  return true;
+}
+
 /**
  * A W&B run file's records as barwatch's: each history row a metric record at its step (`_step`,
  * or the key a define_metric made the step: TRL's `train/global_step`), at the trainer's
@@ -888,6 +903,12 @@ export class WandbParser implements RecordParser {
   private rowNamesOut: string[] = [];
   private rowItems = -1;
   private rowUnique = true;
+  /**
+   * The last row read in full, as its keys' ids (of `layout.strs`: the reading thread's cache or
+   * the decode thread's) and what each value is (ROLE_*): a row with the same ids is read by place
+   * alone, without a look at its keys' text (each row of a long run names the same keys).
+   */
+  private layout: { strs: readonly string[]; ids: Int32Array; roles: Uint8Array; stepKey: string | null } | null = null;
 
   /** Record r of a read as a row: decoded ahead (a record decodeRow did not read there is not tried again), or by decodeRow here (past the decode thread's share, or not read ahead). */
   private fastRow(b: Uint8Array, r: number, decoded: DecodedRows | null, out: ParsedRecord[]): boolean {
@@ -917,9 +938,12 @@ export class WandbParser implements RecordParser {
     // Steps declared per key (define_metric with a name) are the general path's.
     if (this.declared > 0) return false;
     const stepKey = this.stepOfAll;
+    const n = to - from;
+    const known =
+      this.layout !== null && this.layout.strs === strs && this.layout.stepKey === stepKey && sameIds(this.layout.ids, ids, from, n);
     // Room for every key of the row, cut to the values taken at the end: pushed to, the array
     // would be made three times over (V8 grows it by half again plus 16) for each row.
-    const nums = new Array<number>(to - from);
+    const nums = new Array<number>(known ? this.rowNamesOut.length : n);
     let taken = 0;
     let step: number | null = null;
     let declaredValue: number | null = null;
@@ -927,26 +951,49 @@ export class WandbParser implements RecordParser {
     let summary = false;
     let i = 0;
     let same = true;
-    for (let k = from; k < to; k++) {
-      const key = strs[ids[k]!]!;
-      if (key.endsWith('/_type')) return this.unread();
-      const special = key === '_runtime' || key === '_step' || key === '_timestamp' || key === stepKey;
-      if (this.rowKeys[i] !== key) {
-        same = false;
-        this.rowKeys[i] = key;
-        this.rowNames[i] = special ? null : this.rename(key);
+    if (known) {
+      // The same keys as the row before, in the same order: each value goes where that row's went.
+      const roles = this.layout!.roles;
+      for (; i < n; i++) {
+        const role = roles[i]!;
+        const v = vals[from + i]!;
+        if (role === ROLE_VALUE) nums[taken++] = v;
+        else if (role === ROLE_STEP) step ??= v;
+        else if (role === ROLE_TIME) time = Math.round(v * 1000);
+        else if (role === ROLE_DECLARED) {
+          if (Number.isFinite(v)) declaredValue = v;
+        } else if (role === ROLE_SUMMARY) summary = true;
       }
-      i++;
-      if (key === '_runtime') continue;
-      const v = vals[k]!;
-      if (key === '_step') step ??= v;
-      else if (key === '_timestamp') time = Math.round(v * 1000);
-      else if (key === stepKey && stepKey !== '_step') {
-        if (Number.isFinite(v)) declaredValue = v;
-      } else if (this.rowNames[i - 1] === null) summary = true;
-      else nums[taken++] = v;
+    } else {
+      const roles = new Uint8Array(n);
+      for (let k = from; k < to; k++) {
+        const key = strs[ids[k]!]!;
+        if (key.endsWith('/_type')) return this.unread();
+        const special = key === '_runtime' || key === '_step' || key === '_timestamp' || key === stepKey;
+        if (this.rowKeys[i] !== key) {
+          same = false;
+          this.rowKeys[i] = key;
+          this.rowNames[i] = special ? null : this.rename(key);
+        }
+        i++;
+        if (key === '_runtime') roles[i - 1] = ROLE_NONE;
+        else if (key === '_step') roles[i - 1] = ROLE_STEP;
+        else if (key === '_timestamp') roles[i - 1] = ROLE_TIME;
+        else if (key === stepKey && stepKey !== '_step') roles[i - 1] = ROLE_DECLARED;
+        else if (this.rowNames[i - 1] === null) roles[i - 1] = ROLE_SUMMARY;
+        else roles[i - 1] = ROLE_VALUE;
+        if (key === '_runtime') continue;
+        const v = vals[k]!;
+        if (key === '_step') step ??= v;
+        else if (key === '_timestamp') time = Math.round(v * 1000);
+        else if (key === stepKey && stepKey !== '_step') {
+          if (Number.isFinite(v)) declaredValue = v;
+        } else if (this.rowNames[i - 1] === null) summary = true;
+        else nums[taken++] = v;
+      }
+      nums.length = taken;
+      this.layout = { strs, ids: Int32Array.from({ length: n }, (_, k) => ids[from + k]!), roles, stepKey };
     }
-    nums.length = taken;
     const rowStep = stepKey !== null && stepKey !== '_step' ? declaredValue : step;
     if (rowStep === null) return this.unread();
     if (!same || this.rowItems !== i) {
@@ -980,6 +1027,7 @@ export class WandbParser implements RecordParser {
   /** A row rowRecord gave up on after taking some of its keys: the next row's names are made again. */
   private unread(): false {
     this.rowItems = -1;
+    this.layout = null;
     return false;
   }
 
