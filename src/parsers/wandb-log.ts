@@ -903,6 +903,8 @@ export class WandbParser implements RecordParser {
   private rowNamesOut: string[] = [];
   private rowItems = -1;
   private rowUnique = true;
+  /** The step key (stepOfAll) the names in rowNames were made under. */
+  private rowStepKey: string | null = null;
   /**
    * The last row read in full, as its keys' ids (of `layout.strs`: the reading thread's cache or
    * the decode thread's) and what each value is (ROLE_*): a row with the same ids is read by place
@@ -938,6 +940,11 @@ export class WandbParser implements RecordParser {
     // Steps declared per key (define_metric with a name) are the general path's.
     if (this.declared > 0) return false;
     const stepKey = this.stepOfAll;
+    if (this.rowStepKey !== stepKey) {
+      // A key declared the step since the last row is no series any more: every name is made again.
+      this.rowStepKey = stepKey;
+      this.rowKeys.length = 0;
+    }
     const n = to - from;
     const known =
       this.layout !== null && this.layout.strs === strs && this.layout.stepKey === stepKey && sameIds(this.layout.ids, ids, from, n);
@@ -951,22 +958,11 @@ export class WandbParser implements RecordParser {
     let summary = false;
     let i = 0;
     let same = true;
-    if (known) {
-      // The same keys as the row before, in the same order: each value goes where that row's went.
-      const roles = this.layout!.roles;
-      for (; i < n; i++) {
-        const role = roles[i]!;
-        const v = vals[from + i]!;
-        if (role === ROLE_VALUE) nums[taken++] = v;
-        else if (role === ROLE_STEP) step ??= v;
-        else if (role === ROLE_TIME) time = Math.round(v * 1000);
-        else if (role === ROLE_DECLARED) {
-          if (Number.isFinite(v)) declaredValue = v;
-        } else if (role === ROLE_SUMMARY) summary = true;
-      }
-    } else {
-      const roles = new Uint8Array(n);
-      for (let k = from; k < to; k++) {
+    // A row with the keys of the row before, in the same order, takes each value's role from that
+    // row; another has its keys looked at, and its roles kept for the rows after it.
+    const roles = known ? this.layout!.roles : new Uint8Array(n);
+    for (let k = from; k < to; k++, i++) {
+      if (!known) {
         const key = strs[ids[k]!]!;
         if (key.endsWith('/_type')) return this.unread();
         const special = key === '_runtime' || key === '_step' || key === '_timestamp' || key === stepKey;
@@ -975,25 +971,30 @@ export class WandbParser implements RecordParser {
           this.rowKeys[i] = key;
           this.rowNames[i] = special ? null : this.rename(key);
         }
-        i++;
-        if (key === '_runtime') roles[i - 1] = ROLE_NONE;
-        else if (key === '_step') roles[i - 1] = ROLE_STEP;
-        else if (key === '_timestamp') roles[i - 1] = ROLE_TIME;
-        else if (key === stepKey && stepKey !== '_step') roles[i - 1] = ROLE_DECLARED;
-        else if (this.rowNames[i - 1] === null) roles[i - 1] = ROLE_SUMMARY;
-        else roles[i - 1] = ROLE_VALUE;
-        if (key === '_runtime') continue;
-        const v = vals[k]!;
-        if (key === '_step') step ??= v;
-        else if (key === '_timestamp') time = Math.round(v * 1000);
-        else if (key === stepKey && stepKey !== '_step') {
-          if (Number.isFinite(v)) declaredValue = v;
-        } else if (this.rowNames[i - 1] === null) summary = true;
-        else nums[taken++] = v;
+        roles[i] =
+          key === '_runtime'
+            ? ROLE_NONE
+            : key === '_step'
+              ? ROLE_STEP
+              : key === '_timestamp'
+                ? ROLE_TIME
+                : key === stepKey && stepKey !== '_step'
+                  ? ROLE_DECLARED
+                  : this.rowNames[i] === null
+                    ? ROLE_SUMMARY
+                    : ROLE_VALUE;
       }
-      nums.length = taken;
-      this.layout = { strs, ids: Int32Array.from({ length: n }, (_, k) => ids[from + k]!), roles, stepKey };
+      const role = roles[i]!;
+      const v = vals[k]!;
+      if (role === ROLE_VALUE) nums[taken++] = v;
+      else if (role === ROLE_STEP) step ??= v;
+      else if (role === ROLE_TIME) time = Math.round(v * 1000);
+      else if (role === ROLE_DECLARED) {
+        if (Number.isFinite(v)) declaredValue = v;
+      } else if (role === ROLE_SUMMARY) summary = true;
     }
+    nums.length = taken;
+    if (!known) this.layout = { strs, ids: Int32Array.from({ length: n }, (_, k) => ids[from + k]!), roles, stepKey };
     const rowStep = stepKey !== null && stepKey !== '_step' ? declaredValue : step;
     if (rowStep === null) return this.unread();
     if (!same || this.rowItems !== i) {
