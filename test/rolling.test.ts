@@ -4,6 +4,7 @@ import {
   Curve,
   Ewma,
   History,
+  historyValues,
   packDoubles,
   packedCount,
   releaseSharedPoints,
@@ -144,6 +145,29 @@ describe('bounded memory', () => {
     young.push(2, 6);
     assert.deepEqual([young.at(0), young.at(1)], [5, 6]);
     assert.deepEqual([h.stepAt(0), h.stepAt(3), young.stepAt(0), young.stepAt(1)], [7, 10, 1, 2]);
+  });
+
+  test('History values copied out (valuesInto, historyValues) are its points in order, however far the ring has turned', () => {
+    // Every position of the ring's head, a young history, a full one and one taken back
+    // (dropFrom): the copy must be the values of points(), oldest first, and nothing past them
+    // written; historyValues grows its shared array for a history longer than it.
+    for (const size of [1, 4, 7]) {
+      const h = new History(size);
+      for (let i = 1; i <= 3 * size + 2; i++) {
+        h.push(i, i * 10 + 0.5);
+        if (i % 5 === 0) h.dropFrom(i);
+        const out = new Float64Array(size + 2).fill(-1);
+        assert.equal(h.valuesInto(out), h.length);
+        assert.deepEqual([...out.subarray(0, h.length)], h.points().values, `size ${size} after ${i} pushes`);
+        assert.deepEqual([...out.subarray(h.length)], new Array<number>(size + 2 - h.length).fill(-1));
+        assert.deepEqual([...historyValues(h).subarray(0, h.length)], h.points().values);
+      }
+    }
+    const long = new History(2000);
+    for (let i = 0; i < 2500; i++) long.push(i, i);
+    const vs = historyValues(long);
+    assert.ok(vs.length >= 2000);
+    assert.deepEqual([vs[0], vs[1999]], [500, 2499]);
   });
 
   test('History points are shared by readers until a point is added or taken back, and earlier readers keep theirs', () => {

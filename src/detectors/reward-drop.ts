@@ -6,6 +6,7 @@
  * (that detector also asks that the spread is gone); this one speaks for falls that stop short of
  * zero (a real run: 0.31 -> 0.06; another 0.90 -> 0.55).
  */
+import { historyValues } from '../stats/rolling.js';
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
 import { median, welch, welchTOf, type Moments } from '../stats/inference.js';
@@ -113,7 +114,7 @@ export const rewardDrop: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const rs = rewardSeries(r);
       if (rs === null) continue;
-      // Read in place: points() would copy every point kept at each evaluation.
+      // Read into an array kept between evaluations (points() would make two arrays each time).
       const h = rs.stats.history;
       const n = h.length;
       const minAfter = p.min_after;
@@ -122,16 +123,17 @@ export const rewardDrop: Detector<P> = {
       // Prefix sums: each candidate change point costs O(1).
       const s1 = prefix(0, n + 1);
       const s2 = prefix(1, n + 1);
+      const vs = historyValues(h);
       s1[0] = 0;
       s2[0] = 0;
       for (let i = 0; i < n; i++) {
-        const v = h.at(i);
+        const v = vs[i]!;
         s1[i + 1] = s1[i]! + v;
         s2[i + 1] = s2[i]! + v * v;
       }
       // A reward that sits at about zero now, or is on its way there (half the last steps at ~0
       // already), is reward-collapse's.
-      if (Math.abs(median(h.points(minAfter).values)) <= p.zero_level) continue;
+      if (Math.abs(median(vs, n - minAfter, n)) <= p.zero_level) continue;
       const tailMean = segMean(s1, n - minAfter, n);
       const k = strongestFall(s1, s2, n, minBefore, minAfter, p.before_points, p.drop, p.alpha, tailMean);
       if (k < 0) continue;

@@ -5,7 +5,7 @@
  * `val-core/<set>/<var>/mean@N`, HF `eval_*` accuracies and rewards); they are logged every few
  * steps, so levels are means of `points` validations.
  */
-import type { History, Points } from '../stats/rolling.js';
+import { historyValues, type Points } from '../stats/rolling.js';
 import { isValidationScore, seriesFor, seriesNamed } from '../runs/quantities.js';
 import { r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
@@ -35,10 +35,10 @@ function meanBetween(t: Points, from: number, to: number): number | null {
   return n === 0 ? null : sum / n;
 }
 
-/** The mean of the `w` values of `h` from the `i`-th (levels' mean(), in place: the same sum in the same order). */
-function windowMean(h: History, i: number, w: number): number {
+/** The mean of the `w` values from the `i`-th (levels' mean(): the same sum in the same order). */
+function windowMean(vs: Float64Array, i: number, w: number): number {
   let sum = 0;
-  for (let j = i; j < i + w; j++) sum += h.at(j);
+  for (let j = i; j < i + w; j++) sum += vs[j]!;
   return sum / w;
 }
 
@@ -57,16 +57,17 @@ export const validationDecline: Detector<P> = {
       if (train === null) continue;
       let tp: Points | null = null;
       for (const { name, stats: s } of seriesNamed(r, isValidationScore)) {
-        // Read in place (points() would copy every point kept at each evaluation).
         const h = s.history;
         const n = h.length;
         if (n < 2 * p.points) continue;
+        // The values in an array kept between evaluations (points() would make two arrays each time).
+        const vs = historyValues(h);
         const w = p.points;
-        const recent = windowMean(h, n - w, w);
+        const recent = windowMean(vs, n - w, w);
         let best = -Infinity;
         let bestAt = 0;
         for (let i = 0; i + w <= n - w; i++) {
-          const m = windowMean(h, i, w);
+          const m = windowMean(vs, i, w);
           if (m > best) {
             best = m;
             bestAt = i;

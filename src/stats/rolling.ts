@@ -289,6 +289,20 @@ export function releaseSharedPoints(): void {
   sharing.length = 0;
 }
 
+/** The array historyValues fills (grown when a history holds more). */
+let valuesScratch = new Float64Array(512);
+
+/**
+ * The values of `h`, oldest first, in one array shared by every caller and filled again at each
+ * call (History.valuesInto): read them before the next call, never keep them or write to them.
+ * Its first `h.length` entries are the history's; it may be longer.
+ */
+export function historyValues(h: History): Float64Array {
+  if (valuesScratch.length < h.length) valuesScratch = new Float64Array(h.length * 2);
+  h.valuesInto(valuesScratch);
+  return valuesScratch;
+}
+
 /** The last `size` (step, value) points, oldest first. */
 export class History {
   private readonly steps: Float64Array;
@@ -348,6 +362,23 @@ export class History {
   /** The step of the `i`-th point kept, oldest first (0 <= i < length), read in place. */
   stepAt(i: number): number {
     return this.steps[this.slot(i)]!;
+  }
+
+  /**
+   * The values of the points kept, oldest first, copied into `out` from its start (it must have
+   * room for `length`); the count copied, in native code (at most two copies: the ring's two
+   * ends). A detector that reads each value several times reads them from `out` rather than
+   * one at() a time (issue 32: a young run's detectors run unoptimised for hundreds of steps).
+   */
+  valuesInto(out: Float64Array): number {
+    const n = this.count;
+    const start = this.head - n;
+    if (start >= 0) out.set(this.vals.subarray(start, this.head));
+    else {
+      out.set(this.vals.subarray(start + this.size));
+      out.set(this.vals.subarray(0, this.head), -start);
+    }
+    return n;
   }
 
   /** The step of the oldest point kept; null when empty. */
