@@ -13,6 +13,8 @@ import {
   unpackDoubles,
   type CurveColumns,
   type CurvePacked,
+  type HistoryJSON,
+  type WindowJSON,
 } from '../src/stats/rolling.js';
 import { normal, rng } from '../src/sim/random.js';
 import { RoundState } from '../src/runs/round.js';
@@ -301,6 +303,28 @@ describe('packed numbers (the saved window, history and curve)', () => {
     assert.deepEqual([...RollingWindow.from({ size: 4, values: [1, 2, 3, 4] }, 2).values()], [3, 4]);
     assert.deepEqual(History.from({ size: 4, steps: [1, 2, 3], values: [5, 6, 7] }, 2).points(), { steps: [2, 3], values: [6, 7] });
     assert.deepEqual(History.from(h.toJSON(), 2).points(), { steps: [50, 60], values: [5 / 7, 6 / 7] });
+  });
+
+  test('window and history save their own points at every turn of the ring, one save after another', () => {
+    // Saves pack from one shared array: a long history saved first must leave nothing of its
+    // points in a shorter one's text, and a text once made must not change with the next save.
+    const big = new History(64);
+    for (let i = 0; i < 100; i++) big.push(1000 + i, -i);
+    for (let pushes = 0; pushes <= 12; pushes++) {
+      const w = new RollingWindow(5);
+      const h = new History(5);
+      for (let i = 1; i <= pushes; i++) {
+        w.push(i * 1.5);
+        h.push(i * 10, i / 7);
+      }
+      const bigText = JSON.stringify(big.toJSON());
+      const wText = JSON.stringify(w.toJSON());
+      const hText = JSON.stringify(h.toJSON());
+      assert.equal(JSON.stringify(big.toJSON()), bigText, `after ${pushes} pushes`);
+      assert.deepEqual([...RollingWindow.from(JSON.parse(wText) as WindowJSON).values()], [...w.values()], `after ${pushes} pushes`);
+      assert.deepEqual(History.from(JSON.parse(hText) as HistoryJSON).points(), h.points(), `after ${pushes} pushes`);
+      assert.deepEqual(History.from(JSON.parse(bigText) as HistoryJSON).points(), big.points());
+    }
   });
 });
 
