@@ -26,6 +26,8 @@ import type { ParsedRecord } from '../src/parsers/types.js';
 import { readDecoded } from '../src/sources/decode-ahead.js';
 import { nextShare, RecordTailer } from '../src/sources/record-tailer.js';
 import { DEFAULTS } from './helpers/defaults.js';
+import { Pipeline } from '../src/pipeline/pipeline.js';
+import { silentLogger } from '../src/util/log.js';
 import { placeWandbRuns } from '../src/sources/runs.js';
 import { RunState, type RunJSON } from '../src/runs/run.js';
 import type { StatsOptions } from '../src/runs/series.js';
@@ -145,6 +147,34 @@ describe('W&B run files written by wandb 0.30.0', { skip: SKIP }, () => {
     assert.equal(got.bad, 1);
     assert.equal(got.records.length, whole - 1, 'one record lost, every other read');
     assert.equal(rows(got.records).at(-1)?.step, 1500);
+  });
+
+  test("a run file's records count the same whether it is read whole or as it grows (how far it reaches is no record)", async () => {
+    const bytes = readFileSync(runFiles('verl-grpo-long')[0]!);
+    const counted = async (parts: number): Promise<number> => {
+      const file = path.join(tempDir(), 'run-x.wandb');
+      const p = new Pipeline({
+        parser: DEFAULTS.parser,
+        tail: DEFAULTS.tail,
+        stats: DEFAULTS.stats,
+        now: () => 1_000_000,
+        log: silentLogger(),
+      });
+      p.track(file, 'wandb', { run: path.dirname(file), role: 'unknown', round: null });
+      writeFileSync(file, '');
+      for (let k = 1; k <= parts; k++) {
+        // Whole 32 KiB blocks at a time, as wandb writes, and the rest at the end.
+        const upTo = k === parts ? bytes.length : Math.min(bytes.length, 7 + Math.round((k / parts) * (bytes.length / 32768)) * 32768);
+        appendFileSync(file, bytes.subarray(statSync(file).size, upTo));
+        while ((await p.poll(file)) === 'more');
+      }
+      return p.sources.get(file)!.counters.records;
+    };
+    // Every record the parser makes of the file in one go, once (1,500 rows and the others).
+    const held = new WandbParser(DEFAULTS.parser).records(wandbRecords(bytes, 0).records).filter((r) => r.kind !== 'reach').length;
+    assert.ok(held > 1500, `${held} records`);
+    assert.equal(await counted(1), held);
+    assert.equal(await counted(20), held);
   });
 
   test('bytes that are not a run file give no records, not an exception', () => {

@@ -161,7 +161,7 @@ export abstract class FileSource<P extends Parser = Parser> {
     if (parser.kind !== 'lines' || parser.flush === undefined) return;
     const out = parser.flush();
     if (out.length > 0) {
-      this.counters.records += out.length;
+      this.counters.records += countable(out);
       sink(out, parser.format(), this);
     }
   }
@@ -214,9 +214,19 @@ export abstract class FileSource<P extends Parser = Parser> {
   /** Parsed records, counted and handed on. */
   protected give(records: ParsedRecord[], sink: Sink): void {
     if (records.length === 0) return;
-    this.counters.records += records.length;
+    this.counters.records += countable(records);
     sink(records, this.parser.format(), this);
   }
+}
+
+/**
+ * Records that count as read: all but a block log's `reach` (how far the file reaches, given once
+ * a read), so the count of a file does not depend on how many parts it was read in.
+ */
+function countable(records: readonly ParsedRecord[]): number {
+  let n = records.length;
+  for (const r of records) if (r.kind === 'reach') n--;
+  return n;
 }
 
 /** A value as JSON keeps it: a number that is not finite (a NaN reward) becomes `{ $number: 'NaN' }`. */
