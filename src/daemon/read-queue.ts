@@ -11,7 +11,7 @@
  * between looks at a file, Filebeat's backoff starts at 1 s).
  */
 import type { ReadOutcome } from '../sources/tailer.js';
-import { breathe } from '../util/breathe.js';
+import { breathe, breatheDue } from '../util/breathe.js';
 
 /**
  * Longer than chokidar's change-event throttle (50 ms), and than the gap between a steady
@@ -100,7 +100,7 @@ export class ReadQueue {
   private async work(): Promise<void> {
     while (this.queue.size > 0) {
       // Reads of local files are synchronous: between two, /healthz, timers and signals get their turn.
-      await breathe();
+      if (breatheDue()) await breathe();
       const file = this.queue.values().next().value as string;
       this.queue.delete(file);
       this.lastRead.set(file, performance.now());

@@ -40,7 +40,7 @@ import {
   type WandbHead,
 } from '../sources/runs.js';
 import { decodeWandbRecord, WANDB_FRAMING } from '../parsers/wandb-log.js';
-import { breathe } from '../util/breathe.js';
+import { breathe, breatheDue } from '../util/breathe.js';
 import { inputOf } from '../parsers/index.js';
 import { existsSync } from 'node:fs';
 
@@ -146,6 +146,8 @@ export class Pipeline {
   private readonly stepOf = new Map<string, { role: string; round: number | null; step: number | null }>();
   /** The files followed, by run, role and round (see read: the files read together). */
   private readonly byRound = new Map<string, Set<FileSource>>();
+  /** byRound's files of each round in order (groupOf), made at the round's first read after a change. */
+  private readonly groups = new Map<string, FileSource[]>();
   /** How often a young file alone in its round was looked beside on disk (see young). */
   private readonly looks = new WeakMap<FileSource, number>();
   /** Counters of files no longer followed (removed), by path. */
@@ -206,6 +208,7 @@ export class Pipeline {
     const same = this.byRound.get(key) ?? new Set<FileSource>();
     same.add(src);
     this.byRound.set(key, same);
+    this.groups.delete(key);
     this.opts.log.debug({ file, kind, run: place.run, role: place.role, round: place.round, resumed: usable !== null }, 'following file');
     return src;
   }
@@ -295,7 +298,7 @@ export class Pipeline {
   async poll(file: string, into: Sink = this.sink, maxBytes?: number): Promise<ReadOutcome> {
     const src = this.sources.get(file);
     if (src === undefined) return 'idle';
-    await this.open(src);
+    if (!this.opened.has(src)) await this.open(src);
     // Cleared before the read: an event that comes while it is under way marks the file again.
     src.unread = false;
     try {
@@ -544,6 +547,7 @@ export class Pipeline {
     const key = roundOf(src.place);
     this.byRound.get(key)?.delete(src);
     if (this.byRound.get(key)?.size === 0) this.byRound.delete(key);
+    this.groups.delete(key);
     this.retired.set(src.file, { ...src.counters });
   }
 
@@ -621,11 +625,9 @@ export class Pipeline {
     // A round's second file can appear a moment after its first was read (a trainer opens its log
     // and writes its first metrics elsewhere): while a file alone in its round is young, each read
     // looks for the others, so they are merged from their first step whatever the watcher's delay.
-    if (this.byRound.get(roundOf(src.place))?.size === 1 && this.young(src))
-      await this.lookOnDisk(src, (place) => sameRound(place, src.place));
-    // In the order of their paths, as analyze finds them: on a tie of steps the same file goes first
-    // (and owns a series both log) whichever the watcher reported first.
-    const group = [...(this.byRound.get(roundOf(src.place)) ?? [src])].sort((a, b) => (a.file < b.file ? -1 : 1));
+    const key = roundOf(src.place);
+    if (this.byRound.get(key)?.size === 1 && this.young(src)) await this.lookOnDisk(src, (place) => sameRound(place, src.place));
+    const group = this.groupOf(key) ?? [src];
     const out =
       group.length === 1 && src.held.length === 0 ? await this.poll(file) : ((await this.drainRound(group, hold, src)).get(src) ?? 'idle');
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
@@ -635,6 +637,22 @@ export class Pipeline {
       if (t.length > 0 && !this.holdAlerts) this.opts.onTransitions?.(t);
     }
     return out;
+  }
+
+  /**
+   * The files of a round in the order of their paths, as analyze finds them: on a tie of steps the
+   * same file goes first (and owns a series both log) whichever the watcher reported first. Kept
+   * until a file joins or leaves the round (track, forget): it serves every read of the round.
+   */
+  private groupOf(key: string): readonly FileSource[] | undefined {
+    let group = this.groups.get(key);
+    if (group === undefined) {
+      const same = this.byRound.get(key);
+      if (same === undefined) return undefined;
+      group = [...same].sort((a, b) => (a.file < b.file ? -1 : 1));
+      this.groups.set(key, group);
+    }
+    return group;
   }
 
   /** Whether a file alone in its round is still looked beside on disk (see read), counting the look. */
@@ -665,7 +683,7 @@ export class Pipeline {
    * the write comes just after the read. At 200 lines/s into one file of each round, this spared
    * every read a second read of a file that had not grown (BENCHMARKS.md, session 19).
    */
-  private async drainRound(group: FileSource[], hold: boolean, asked: FileSource): Promise<Map<FileSource, ReadOutcome>> {
+  private async drainRound(group: readonly FileSource[], hold: boolean, asked: FileSource): Promise<Map<FileSource, ReadOutcome>> {
     const ended = new Map<FileSource, ReadOutcome>();
     interface Lane {
       src: FileSource;
@@ -718,7 +736,7 @@ export class Pipeline {
         l.batches = [];
         l.bi = 0;
         l.ri = 0;
-        await breathe();
+        if (breatheDue()) await breathe();
         const out = await this.poll(l.src.file, into(l), MERGE_BYTES);
         ended.set(l.src, out);
         if (out !== 'more') l.done = true;
@@ -731,7 +749,8 @@ export class Pipeline {
     /** Whether lane a's next record goes before lane b's. */
     const before = (a: Lane, ha: number, b: Lane | null, hb: number): boolean => b === null || ha < hb || (ha === hb && a.index < b.index);
     for (;;) {
-      for (const l of lanes) await fill(l);
+      // Only a lane with nothing left to give and more to read is read (an async call is a promise).
+      for (const l of lanes) if (!l.done && l.bi >= l.batches.length) await fill(l);
       // The lane with the lowest step gives its records until another lane has a lower one (or
       // the same one, being an earlier file): the rival's next record does not move meanwhile.
       let lane: Lane | null = null;

@@ -11,9 +11,18 @@ const SLICE_MS = 20;
 
 let since = performance.now();
 
+/**
+ * Whether the work since the last yield took SLICE_MS or more: `if (breatheDue()) await breathe()`
+ * on a path taken for every line read (an async call that returns at once still makes a promise
+ * and suspends its caller once).
+ */
+export function breatheDue(): boolean {
+  return performance.now() - since >= SLICE_MS;
+}
+
 /** Yields to the event loop when the work since the last yield took SLICE_MS or more. */
 export async function breathe(): Promise<void> {
-  if (performance.now() - since < SLICE_MS) return;
+  if (!breatheDue()) return;
   await nextTurn();
   since = performance.now();
 }
