@@ -16,8 +16,13 @@ import type { Logger } from '../src/util/log.js';
 import { tempDir } from './helpers/fs.js';
 import { CaptureServer, FakeClock } from './helpers/servers.js';
 import { stateLayout } from '../src/state/layout.js';
-import { globMatcher, MAX_GLOB, SilenceStore } from '../src/alerting/silences.js';
+import { globMatcher, MAX_GLOB, SilenceStore, type Silence } from '../src/alerting/silences.js';
 import { viaJson } from './helpers/json.js';
+import { AlertBook } from '../src/alerting/lifecycle.js';
+import { Dispatcher, type DispatchResult } from '../src/alerting/dispatch.js';
+import type { Alert } from '../src/alerting/types.js';
+import { rng } from '../src/sim/random.js';
+import { rmSync, writeFileSync } from 'node:fs';
 
 const S = 1000;
 const M = 60 * S;
@@ -251,6 +256,79 @@ describe('grouping, repeat and resolve timing', () => {
     await second.a.tick([again, finding('/runs/a', 'boundary-oscillation', 1)]);
     assert.equal(rec.sent.length, 2);
     assert.equal(rec.sent[1]!.reason, 'new alerts in group');
+  });
+});
+
+/** A silence store that counts the ticks that looked at which alerts the silences cover. */
+class CountingSilences extends SilenceStore {
+  matchers = 0;
+  override matcher(now: number): (a: Alert) => Silence | null {
+    this.matchers++;
+    return super.matcher(now);
+  }
+}
+
+describe('a tick that can decide nothing is skipped', () => {
+  test('over 3,000 random ticks (alerts coming and going, silences added, ended and deleted, the clock jumping) the dispatcher decides exactly what one that ticks in full decides', () => {
+    const random = rng(20261205);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const clock = new FakeClock();
+    const dir = tempDir();
+    const file = path.join(dir, 'silences.json');
+    const opts = { groupWaitMs: 10 * S, groupIntervalMs: 1 * M, repeatIntervalMs: 30 * M, resolveNotify: true };
+    const lifecycle = { forMs: 20 * S, keepFiringForMs: 1 * M };
+    // Both read one silences file; the reference forgets what its last tick read before each tick
+    // (restore() of nothing), so every one of its ticks runs the stages in full.
+    const fast = { book: new AlertBook(lifecycle), dispatcher: new Dispatcher(opts), silences: new CountingSilences(file) };
+    const full = { book: new AlertBook(lifecycle), dispatcher: new Dispatcher(opts), silences: new SilenceStore(file) };
+    const pool: Finding[] = [];
+    for (const run of ['/runs/a', '/runs/b', '/runs/c'])
+      for (const detector of ['boundary-oscillation', 'stale-run', 'reward-collapse']) pool.push(finding(run, detector, 1, 10));
+    let holding = new Set<Finding>();
+    let silenceId = 0;
+    const silences: Silence[] = [];
+    const told = (r: DispatchResult): string => JSON.stringify(r);
+    let decided = 0;
+    const ticks = 3000;
+    for (let i = 0; i < ticks; i++) {
+      const u = random();
+      if (u < 0.15) {
+        const f = pick(pool);
+        if (holding.has(f)) holding.delete(f);
+        else holding.add(f);
+      } else if (u < 0.17) {
+        holding = new Set();
+      } else if (u < 0.2) {
+        silences.push({
+          id: `s${++silenceId}`,
+          run: pick(['/runs/a', '/runs/*', '/runs/b']),
+          detector: pick(['*', 'stale-run']),
+          createdAt: new Date(clock.now()).toISOString(),
+          endsAt: new Date(clock.now() + pick([5 * S, 2 * M, 40 * M])).toISOString(),
+          comment: '',
+        });
+        writeFileSync(file, JSON.stringify(silences));
+      } else if (u < 0.21) {
+        silences.length = 0;
+        rmSync(file, { force: true });
+      }
+      // Mostly a second, the daemon's tick; sometimes minutes or an hour (a suspended machine).
+      clock.advance(random() < 0.9 ? 1 * S : pick([7 * S, 59 * S, 10 * M, 61 * M]));
+      const now = clock.now();
+      const findings = [...holding].map((f) => ({ ...f, step: (f.step ?? 0) + i }));
+      fast.book.update(findings, now);
+      full.book.update(findings, now);
+      full.dispatcher.restore(undefined);
+      const a = fast.dispatcher.tick(fast.book, fast.silences, now);
+      const b = full.dispatcher.tick(full.book, full.silences, now);
+      assert.equal(told(a), told(b), `tick ${i}`);
+      assert.equal(JSON.stringify(fast.dispatcher.toJSON()), JSON.stringify(full.dispatcher.toJSON()), `groups after tick ${i}`);
+      assert.equal(JSON.stringify(fast.book.toJSON()), JSON.stringify(full.book.toJSON()), `alerts after tick ${i}`);
+      if (a.notifications.length + a.decisions.length > 0) decided++;
+    }
+    // The sequence exercised both: ticks that decided something, and many that were skipped.
+    assert.ok(decided > 100, `${decided} ticks decided something`);
+    assert.ok(fast.silences.matchers < ticks / 2, `${fast.silences.matchers} of ${ticks} ticks ran the stages`);
   });
 });
 

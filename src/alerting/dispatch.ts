@@ -139,10 +139,19 @@ function untold(notified: readonly string[], alerts: readonly Alert[]): string[]
   return notified.filter((fp) => !alerts.some((a) => told([fp], a)));
 }
 
+/** What a tick read, and until when a tick that reads the same decides nothing (see Dispatcher.tick). */
+interface Quiet {
+  alerts: number;
+  silences: number;
+  until: number;
+}
+
 export class Dispatcher {
   private readonly groups = new Map<string, GroupState>();
   /** Fingerprints already reported as silenced (each skip is logged once). */
   private readonly silencedSeen = new Set<string>();
+  /** After a tick: what it read and until when nothing can change without a change of it; null: tick in full. */
+  private quiet: Quiet | null = null;
 
   constructor(private readonly opts: DispatchOptions) {}
 
@@ -161,8 +170,39 @@ export class Dispatcher {
     return out;
   }
 
-  /** Runs the stages for every group and applies what they decided to the book and the groups. */
+  /**
+   * Runs the stages for every group and applies what they decided to the book and the groups.
+   * A tick decides only from the alerts' states, the silences and the clock. After a tick that
+   * changed nothing, another over the same alerts and silences changes nothing either until a
+   * group's flush or repeat time comes or a silence ends: such a tick is skipped, so a daemon with
+   * many alerts that hold does no work a second for them (the alert timer runs every second).
+   */
   tick(book: AlertBook, silences: SilenceStore, now: number, sparkline: Sparkline = () => null): DispatchResult {
+    const q = this.quiet;
+    const silencesRevision = silences.revision;
+    if (q !== null && q.alerts === book.revision && q.silences === silencesRevision && now < q.until)
+      return { notifications: [], decisions: [] };
+    const before = book.revision;
+    const out = this.tickGroups(book, silences, now, sparkline);
+    // Only a tick that changed nothing is known to be what the next one would do again: one that
+    // forgot alerts or decided something is followed by a full tick (a group left without alerts,
+    // say, is dropped at the tick after).
+    const changed = book.revision !== before || out.decisions.length > 0 || out.notifications.length > 0;
+    this.quiet = changed ? null : { alerts: before, silences: silencesRevision, until: this.nextTime(silences, now) };
+    return out;
+  }
+
+  /** The earliest time at which a tick over unchanged alerts and silences could decide something. */
+  private nextTime(silences: SilenceStore, now: number): number {
+    let t = silences.nextEnd(now);
+    for (const g of this.groups.values()) {
+      if (g.nextFlush !== null) t = Math.min(t, g.nextFlush);
+      if (g.lastFlush !== null) t = Math.min(t, g.lastFlush + this.opts.repeatIntervalMs);
+    }
+    return t;
+  }
+
+  private tickGroups(book: AlertBook, silences: SilenceStore, now: number, sparkline: Sparkline): DispatchResult {
     const out: DispatchResult = { notifications: [], decisions: [] };
     const byGroup = groupByRun(book);
     const silenced = silences.matcher(now);
@@ -216,6 +256,7 @@ export class Dispatcher {
   }
 
   restore(j: Record<string, GroupState> | undefined): void {
+    this.quiet = null;
     for (const [k, v] of Object.entries(j ?? {})) this.groups.set(k, { ...v });
   }
 
@@ -225,6 +266,7 @@ export class Dispatcher {
    * before its next checkpoint would otherwise take the group for new and send it all again.
    */
   reconcile(told: ReadonlyMap<string, { at: number; firing: string[] }>): void {
+    this.quiet = null;
     for (const [name, t] of told) {
       const g = this.groups.get(name);
       if (g !== undefined && g.lastFlush !== null && g.lastFlush >= t.at) continue;

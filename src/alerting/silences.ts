@@ -83,6 +83,8 @@ export function globMatcher(glob: string): (path: string) => boolean {
 export class SilenceStore {
   private list: Silence[] = [];
   private mtime = -1;
+  /** Counts the times the list read from the file changed (see `revision`). */
+  private changes = 0;
 
   /** `warn` hears once of a silences file that cannot be read (then no silence applies). */
   constructor(
@@ -96,11 +98,15 @@ export class SilenceStore {
     try {
       m = statSync(this.file).mtimeMs;
     } catch {
+      // Gone: no silence applies, and a file put back (even with its old mtime) is read again.
+      if (this.mtime !== -1 || this.list.length > 0) this.changes++;
+      this.mtime = -1;
       this.list = [];
       return this.list;
     }
     if (m !== this.mtime) {
       this.mtime = m;
+      this.changes++;
       try {
         const v = JSON.parse(readPrivateSync(this.file)) as unknown;
         if (!Array.isArray(v)) throw new Error('not a list');
@@ -113,6 +119,22 @@ export class SilenceStore {
       }
     }
     return this.list;
+  }
+
+  /** Changes whenever the list of silences does (the file is looked at): equal revisions, the same silences. */
+  get revision(): number {
+    this.load();
+    return this.changes;
+  }
+
+  /** When the first of the silences active at `now` ends (ms; Infinity when none is active). */
+  nextEnd(now: number): number {
+    let first = Infinity;
+    for (const s of this.list) {
+      const end = Date.parse(s.endsAt);
+      if (end > now && end < first) first = end;
+    }
+    return first;
   }
 
   active(now: number): Silence[] {
