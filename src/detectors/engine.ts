@@ -52,22 +52,33 @@ function samePlace(f: Finding, d: Draft): boolean {
   return f.round === d.round && f.series?.role === d.series?.role && f.series?.name === d.series?.name;
 }
 
+/**
+ * What the engine keeps of one run, found with one lookup per record: a step judged by twenty
+ * detectors looked the run up in several maps for each of them.
+ */
+interface RunBook {
+  /** The run's progress at each detector's last evaluation, by the detector's place in `detectors` (NaN: none yet). */
+  readonly last: Float64Array;
+  /** The progress at which the next step-driven detector is due (NaN: worked out at the next record). */
+  nextDue: number;
+  /** Findings that held at one evaluation and not yet at a second, by key. */
+  readonly pending: Map<string, Finding>;
+  /** Keys of the run's active findings by detector, so judging one detector does not scan them all. */
+  readonly active: Map<string, Set<string>>;
+  /** Active findings of time-based detectors (stale-run): while there are any, a record may resolve them. */
+  timeHeld: number;
+}
+
 export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
-  /** Keys of active findings by run and detector, so judging one detector does not scan them all. */
-  private readonly activeBy = new Map<string, Map<string, Set<string>>>();
-  /** run -> detector -> the run's progress at its last evaluation (no key built per record). */
-  private readonly evaluated = new Map<string, Map<string, number>>();
+  /** Per run: its evaluations, pending and active findings. */
+  private readonly books = new Map<string, RunBook>();
   private enabled: Detector[];
+  /** Each enabled detector's place in `detectors` (its slot in RunBook.last). */
+  private place: number[];
   /** Cadence of each enabled detector, in records read (see progress). */
   private every: number[];
-  /** Per run: the progress at which the next detector is due. */
-  private readonly nextDue = new Map<string, number>();
-  /** Runs with a finding of a time-based detector (stale-run) that holds: a record may resolve it. */
-  private readonly timeHeld = new Map<string, number>();
   private readonly timeBased: ReadonlySet<string>;
-  /** Findings that held at one evaluation and not yet at a second, by run, then by key. */
-  private readonly pending = new Map<string, Map<string, Finding>>();
   /** Keys of active findings that failed at one evaluation and not yet at a second. */
   private readonly failing = new Set<string>();
 
@@ -76,6 +87,7 @@ export class DetectorEngine {
     private readonly detectors: readonly Detector[] = DETECTORS,
   ) {
     this.enabled = detectors.filter((d) => params[d.id]?.enabled !== false);
+    this.place = this.enabled.map((d) => detectors.indexOf(d));
     this.every = this.enabled.map((d) => Math.max(1, d.every(this.paramsOf(d))));
     this.timeBased = new Set(detectors.filter((d) => d.timeBased === true).map((d) => d.id));
   }
@@ -87,12 +99,15 @@ export class DetectorEngine {
   setParams(params: Record<string, Params>): Transition[] {
     this.params = params;
     this.enabled = this.detectors.filter((d) => params[d.id]?.enabled !== false);
+    this.place = this.enabled.map((d) => this.detectors.indexOf(d));
     this.every = this.enabled.map((d) => Math.max(1, d.every(this.paramsOf(d))));
-    this.evaluated.clear();
-    this.nextDue.clear();
     const on = new Set(this.enabled.map((d) => d.id));
     const out: Transition[] = [];
-    for (const m of this.pending.values()) for (const [key, f] of m) if (!on.has(f.detector)) m.delete(key);
+    for (const book of this.books.values()) {
+      book.last.fill(NaN);
+      book.nextDue = NaN;
+      for (const [key, f] of book.pending) if (!on.has(f.detector)) book.pending.delete(key);
+    }
     for (const [key, f] of this.active) {
       if (!on.has(f.detector)) {
         this.unset(key, f);
@@ -121,30 +136,29 @@ export class DetectorEngine {
    */
   onRecord(run: RunState, ctx: DetectContext): Transition[] {
     const read = progress(run);
-    const held = this.timeHeld.has(run.id);
-    // Cheap exit for the common case: no detector is due yet.
-    const due = this.nextDue.get(run.id);
-    if (due !== undefined && read < due && !held) return NO_TRANSITIONS;
+    const book = this.bookOf(run.id);
+    const held = book.timeHeld > 0;
+    // Cheap exit for the common case: no detector is due yet (NaN: not worked out, never less).
+    if (read < book.nextDue && !held) return NO_TRANSITIONS;
     const stride = read >= STRIDE_FROM ? Math.floor(read / STRIDE_RESOLUTION) : 0;
     let out: Transition[] | null = null;
     let next = Infinity;
-    const byDetector = this.evaluatedOf(run.id);
     for (let i = 0; i < this.enabled.length; i++) {
       const d = this.enabled[i]!;
       if (d.timeBased === true) {
-        if (ctx.live && held && this.activeKeys(run.id, d.id) !== undefined) out = this.judgeAdd(out, run, d, ctx, byDetector, read, true);
+        if (ctx.live && held && book.active.has(d.id)) out = this.judgeAdd(out, run, book, i, ctx, read, true);
         continue;
       }
-      const last = byDetector.get(d.id);
+      const last = book.last[this.place[i]!]!;
       const cadence = Math.max(this.every[i]!, stride);
-      if (last === undefined ? read === 0 : read - last < cadence) {
-        next = Math.min(next, last === undefined ? 1 : last + cadence);
+      if (Number.isNaN(last) ? read === 0 : read - last < cadence) {
+        next = Math.min(next, Number.isNaN(last) ? 1 : last + cadence);
         continue;
       }
       next = Math.min(next, read + cadence);
-      out = this.judgeAdd(out, run, d, ctx, byDetector, read);
+      out = this.judgeAdd(out, run, book, i, ctx, read);
     }
-    this.nextDue.set(run.id, next);
+    book.nextDue = next;
     releaseSharedPoints();
     return out ?? NO_TRANSITIONS;
   }
@@ -155,35 +169,41 @@ export class DetectorEngine {
    */
   afterRead(run: RunState, ctx: DetectContext): Transition[] {
     const read = progress(run);
-    const byDetector = this.evaluatedOf(run.id);
+    const book = this.bookOf(run.id);
     let out: Transition[] | null = null;
-    for (const d of this.enabled)
-      if (d.immediate === true && d.timeBased !== true && byDetector.get(d.id) !== read)
-        out = this.judgeAdd(out, run, d, ctx, byDetector, read);
+    for (let i = 0; i < this.enabled.length; i++) {
+      const d = this.enabled[i]!;
+      if (d.immediate === true && d.timeBased !== true && book.last[this.place[i]!] !== read)
+        out = this.judgeAdd(out, run, book, i, ctx, read);
+    }
     releaseSharedPoints();
     return out ?? NO_TRANSITIONS;
   }
 
-  /** Judges one detector now; its transitions are added to `out` (made when there are any). */
+  /** Judges the i-th enabled detector now; its transitions are added to `out` (made when there are any). */
   private judgeAdd(
     out: Transition[] | null,
     run: RunState,
-    d: Detector,
+    book: RunBook,
+    i: number,
     ctx: DetectContext,
-    byDetector: Map<string, number>,
     steps: number,
     decisive = false,
   ): Transition[] | null {
-    byDetector.set(d.id, steps);
-    const t = this.apply(run, d, d.detect(run, this.paramsOf(d), ctx), decisive);
+    const d = this.enabled[i]!;
+    book.last[this.place[i]!] = steps;
+    const t = this.apply(run, book, d, d.detect(run, this.paramsOf(d), ctx), decisive);
     if (t.length > 0) (out ??= []).push(...t);
     return out;
   }
 
-  private evaluatedOf(runId: string): Map<string, number> {
-    let m = this.evaluated.get(runId);
-    if (m === undefined) this.evaluated.set(runId, (m = new Map<string, number>()));
-    return m;
+  private bookOf(runId: string): RunBook {
+    let b = this.books.get(runId);
+    if (b === undefined) {
+      b = { last: new Float64Array(this.detectors.length).fill(NaN), nextDue: NaN, pending: new Map(), active: new Map(), timeHeld: 0 };
+      this.books.set(runId, b);
+    }
+    return b;
   }
 
   /**
@@ -195,12 +215,13 @@ export class DetectorEngine {
   evaluate(run: RunState, ctx: DetectContext, timeOnly = false): Transition[] {
     const out: Transition[] = [];
     const steps = progress(run);
-    const byDetector = this.evaluatedOf(run.id);
-    for (const d of this.enabled) {
+    const book = this.bookOf(run.id);
+    for (let i = 0; i < this.enabled.length; i++) {
+      const d = this.enabled[i]!;
       if (timeOnly && d.timeBased !== true) continue;
-      if (d.timeBased === true) byDetector.set(d.id, steps);
-      out.push(...this.apply(run, d, d.detect(run, this.paramsOf(d), ctx), true));
-      this.nextDue.delete(run.id);
+      if (d.timeBased === true) book.last[this.place[i]!] = steps;
+      out.push(...this.apply(run, book, d, d.detect(run, this.paramsOf(d), ctx), true));
+      book.nextDue = NaN;
     }
     releaseSharedPoints();
     return out;
@@ -212,14 +233,13 @@ export class DetectorEngine {
     return [{ kind: 'held', finding }];
   }
 
-  private apply(run: RunState, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
+  private apply(run: RunState, book: RunBook, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
+    const pending = book.pending;
     // Most evaluations find nothing where nothing held: nothing to fire, resolve or forget.
-    if (drafts.length === 0 && this.activeKeys(run.id, d.id) === undefined && (this.pending.get(run.id)?.size ?? 0) === 0)
-      return NO_TRANSITIONS;
+    if (drafts.length === 0 && !book.active.has(d.id) && pending.size === 0) return NO_TRANSITIONS;
     const out: Transition[] = [];
     // The keys of the drafts judged (most evaluations find nothing: no set is made for them).
     let seen = null as Set<string> | null;
-    const pending = this.pendingOf(run.id);
     for (const draft of drafts) {
       const key = findingKey(run.id, d.id, d.scope === 'run' ? '*' : draft.round);
       if (seen?.has(key) === true) continue;
@@ -259,7 +279,7 @@ export class DetectorEngine {
     }
     // Held once and not again: never fired, forgotten.
     for (const [key, f] of pending) if (f.detector === d.id && seen?.has(key) !== true) pending.delete(key);
-    const activeKeys = this.activeKeys(run.id, d.id);
+    const activeKeys = book.active.get(d.id);
     for (const key of activeKeys === undefined ? [] : [...activeKeys]) {
       if (seen?.has(key) === true) continue;
       // Failed at two evaluations in a row (or at a decisive one): it resolves.
@@ -275,40 +295,21 @@ export class DetectorEngine {
     return out;
   }
 
-  /** The keys of the active findings of a run's detector; undefined when there are none. */
-  private activeKeys(runId: string, detector: string): Set<string> | undefined {
-    return this.activeBy.get(runId)?.get(detector);
-  }
-
-  private pendingOf(runId: string): Map<string, Finding> {
-    let m = this.pending.get(runId);
-    if (m === undefined) this.pending.set(runId, (m = new Map<string, Finding>()));
-    return m;
-  }
-
   private put(key: string, f: Finding): void {
     this.active.set(key, f);
-    let byDetector = this.activeBy.get(f.run);
-    if (byDetector === undefined) this.activeBy.set(f.run, (byDetector = new Map<string, Set<string>>()));
-    let keys = byDetector.get(f.detector);
-    if (keys === undefined) byDetector.set(f.detector, (keys = new Set()));
-    if (!keys.has(key) && this.timeBased.has(f.detector)) this.timeHeld.set(f.run, (this.timeHeld.get(f.run) ?? 0) + 1);
+    const book = this.bookOf(f.run);
+    let keys = book.active.get(f.detector);
+    if (keys === undefined) book.active.set(f.detector, (keys = new Set()));
+    if (!keys.has(key) && this.timeBased.has(f.detector)) book.timeHeld++;
     keys.add(key);
   }
 
   private unset(key: string, f: Finding): void {
     this.active.delete(key);
-    const byDetector = this.activeBy.get(f.run);
-    const keys = byDetector?.get(f.detector);
-    if (keys?.delete(key) === true && this.timeBased.has(f.detector)) {
-      const n = (this.timeHeld.get(f.run) ?? 1) - 1;
-      if (n === 0) this.timeHeld.delete(f.run);
-      else this.timeHeld.set(f.run, n);
-    }
-    if (keys?.size === 0) {
-      byDetector!.delete(f.detector);
-      if (byDetector!.size === 0) this.activeBy.delete(f.run);
-    }
+    const book = this.books.get(f.run);
+    const keys = book?.active.get(f.detector);
+    if (keys?.delete(key) === true && this.timeBased.has(f.detector)) book!.timeHeld--;
+    if (keys?.size === 0) book!.active.delete(f.detector);
   }
 
   /**
@@ -343,9 +344,7 @@ export class DetectorEngine {
       this.failing.delete(key);
       out.push({ kind: 'cleared', finding: f });
     }
-    this.pending.delete(runId);
-    this.evaluated.delete(runId);
-    this.nextDue.delete(runId);
+    this.books.delete(runId);
     return out;
   }
 
@@ -357,11 +356,13 @@ export class DetectorEngine {
 
   toJSON(): EngineJSON {
     const evaluated: Record<string, number> = {};
-    for (const [run, m] of this.evaluated) for (const [d, steps] of m) evaluated[`${run}|${d}`] = steps;
+    for (const [run, book] of this.books)
+      for (let i = 0; i < this.detectors.length; i++)
+        if (!Number.isNaN(book.last[i]!)) evaluated[`${run}|${this.detectors[i]!.id}`] = book.last[i]!;
     return {
       findings: [...this.active.values()],
       evaluated,
-      pending: [...this.pending.values()].flatMap((m) => [...m.values()]),
+      pending: [...this.books.values()].flatMap((b) => [...b.pending.values()]),
       failing: [...this.failing],
     };
   }
@@ -371,12 +372,15 @@ export class DetectorEngine {
     const scope = new Map(this.enabled.map((d) => [d.id, d.scope]));
     const keyOf = (f: Finding): string => findingKey(f.run, f.detector, scope.get(f.detector) === 'run' ? '*' : f.round);
     for (const f of j.findings ?? []) this.put(keyOf(f), f);
-    for (const f of j.pending ?? []) if (scope.has(f.detector)) this.pendingOf(f.run).set(keyOf(f), f);
+    for (const f of j.pending ?? []) if (scope.has(f.detector)) this.bookOf(f.run).pending.set(keyOf(f), f);
     for (const key of j.failing ?? []) if (this.active.has(key)) this.failing.add(key);
+    const at = new Map(this.detectors.map((d, i) => [d.id, i]));
     for (const [k, v] of Object.entries(j.evaluated ?? {})) {
-      // `run|detector`; a run path may itself hold a '|', a detector id never does.
+      // `run|detector`; a run path may itself hold a '|', a detector id never does. A detector
+      // this version does not have is left out.
       const bar = k.lastIndexOf('|');
-      if (bar > 0) this.evaluatedOf(k.slice(0, bar)).set(k.slice(bar + 1), v);
+      const i = at.get(k.slice(bar + 1));
+      if (bar > 0 && i !== undefined) this.bookOf(k.slice(0, bar)).last[i] = v;
     }
   }
 }
