@@ -6,6 +6,7 @@
  */
 import { allSeriesFor } from '../runs/quantities.js';
 import { SortedWindow } from '../stats/inference.js';
+import { historyValues, type History, type Points } from '../stats/rolling.js';
 import { r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -17,6 +18,55 @@ interface P extends Params {
   /** Spikes within the horizon that make a finding. */
   count: number;
   horizon: number;
+}
+
+/**
+ * Whether any of the last `n` values of `h` could be a spike: a spike is at least `factor` x a
+ * median of positive values among them, so at least `factor` x the least positive one. Where the
+ * largest value stays below that, no value is a spike and the medians need not be followed (most
+ * evaluations of a healthy run: its norms move within a few x over the horizon). Exact: a median
+ * of positive values is never below the least of them, and the product rounds the same way.
+ */
+export function maySpike(h: History, n: number, factor: number): boolean {
+  if (!(factor > 0)) return true;
+  const vs = historyValues(h);
+  let max = -Infinity;
+  let minPositive = Infinity;
+  for (let i = h.length - n; i < h.length; i++) {
+    const v = vs[i]!;
+    if (v > max) max = v;
+    if (v > 0 && v < minPositive) minPositive = v;
+  }
+  return !(max < factor * minPositive);
+}
+
+interface Spike {
+  step: number;
+  value: number;
+  median: number;
+}
+
+/** The spikes among the last `horizon` of `points`, each judged against the median of the values before it. */
+export function spikesIn({ steps, values }: Points, p: Pick<P, 'factor' | 'window' | 'horizon'>): Spike[] {
+  const spikes: Spike[] = [];
+  const prior: number[] = [];
+  const last = new SortedWindow(); // the last `window` of prior
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    let spike = false;
+    if (prior.length >= Math.min(p.window, 5)) {
+      const m = last.median();
+      spike = m > 0 && v >= p.factor * m;
+      if (spike && i >= values.length - p.horizon) spikes.push({ step: steps[i]!, value: v, median: m });
+    }
+    // A spike does not raise the median the next values are judged by.
+    if (v > 0 && !spike) {
+      prior.push(v);
+      last.add(v);
+      if (prior.length > p.window) last.remove(prior[prior.length - 1 - p.window]!);
+    }
+  }
+  return spikes;
 }
 
 export const gradSpike: Detector<P> = {
@@ -32,25 +82,9 @@ export const gradSpike: Detector<P> = {
     for (const r of run.orderedRounds()) {
       for (const s of allSeriesFor(r, 'grad_norm')) {
         // Only the horizon is judged; the values before it serve as its medians.
-        const { steps, values } = s.stats.history.points(p.horizon + 2 * p.window);
-        const spikes: { step: number; value: number; median: number }[] = [];
-        const prior: number[] = [];
-        const last = new SortedWindow(); // the last `window` of prior
-        for (let i = 0; i < values.length; i++) {
-          const v = values[i]!;
-          let spike = false;
-          if (prior.length >= Math.min(p.window, 5)) {
-            const m = last.median();
-            spike = m > 0 && v >= p.factor * m;
-            if (spike && i >= values.length - p.horizon) spikes.push({ step: steps[i]!, value: v, median: m });
-          }
-          // A spike does not raise the median the next values are judged by.
-          if (v > 0 && !spike) {
-            prior.push(v);
-            last.add(v);
-            if (prior.length > p.window) last.remove(prior[prior.length - 1 - p.window]!);
-          }
-        }
+        const h = s.stats.history;
+        if (p.count > 0 && !maySpike(h, Math.min(h.length, p.horizon + 2 * p.window), p.factor)) continue;
+        const spikes = spikesIn(h.points(p.horizon + 2 * p.window), p);
         if (spikes.length < p.count) continue;
         const worst = spikes.reduce((a, b) => (b.value / b.median > a.value / a.median ? b : a));
         out.push({

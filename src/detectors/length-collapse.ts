@@ -5,6 +5,7 @@
  * one: the fall is measured against the highest level of the few steps before it.
  */
 import { seriesFor } from '../runs/quantities.js';
+import { historyValues } from '../stats/rolling.js';
 import { historyMedians, latestFall, r4, recentMedian } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -17,6 +18,25 @@ interface P extends Params {
   drop: number;
   /** The finding holds until the length is back to this fraction of where it fell from. */
   recover: number;
+}
+
+/**
+ * Whether a history's values could hold a fall: a fall is a rolling median at or below (1 - drop)
+ * x an earlier one, and every median lies between the least and the largest value. Where the least
+ * stays above (1 - drop) x the largest, there is none, and no medians need computing (most
+ * evaluations: a length that moves within a factor of two). Exact: the products round the same way.
+ */
+export function mayFall(values: Float64Array, drop: number): boolean {
+  if (!(1 - drop >= 0)) return true;
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  // Past 1e300 a median of two values may round to an infinity outside them.
+  return !(min > (1 - drop) * max && min > -1e300 && max < 1e300);
 }
 
 export const lengthCollapse: Detector<P> = {
@@ -32,12 +52,15 @@ export const lengthCollapse: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const s = seriesFor(r, 'response_length');
       if (s === null || s.stats.history.length < 2 * p.window + 1) continue;
-      const pts = s.stats.history.points();
-      const fall = latestFall(pts.values, p.window, p.horizon, p.drop, historyMedians(s.stats.history, pts.values, p.window));
+      // The values read in place (points() would make two arrays at each evaluation).
+      const h = s.stats.history;
+      const values = historyValues(h).subarray(0, h.length);
+      if (!mayFall(values, p.drop)) continue;
+      const fall = latestFall(values, p.window, p.horizon, p.drop, historyMedians(h, values, p.window));
       if (fall === null) continue;
       const now = recentMedian(s.stats, p.window)!;
       if (now.median >= p.recover * fall.before) continue;
-      const at = pts.steps[fall.at]!;
+      const at = h.stepAt(fall.at);
       out.push({
         round: r.round,
         step: at,

@@ -51,7 +51,7 @@ export function againstEarly(
 }
 
 /** Medians of each run of `w` values ending at each index (NaN before the first full run). */
-export function rollingMedians(values: readonly number[], w: number): Float64Array {
+export function rollingMedians(values: ArrayLike<number>, w: number): Float64Array {
   const out = new Float64Array(values.length);
   const win = new SortedWindow();
   for (let i = 0; i < values.length; i++) {
@@ -83,13 +83,13 @@ const medianMemo = new WeakMap<History, MedianMemo>();
 const MEDIANS_TO_ADD = 32;
 
 /**
- * rollingMedians of all the points a history keeps (`values`: its points().values), reusing the
+ * rollingMedians of all the points a history keeps (`values`: its values, oldest first), reusing the
  * medians computed at its last call: a point's median depends only on it and the w - 1 before
  * it, so only the points pushed since need one (a detector judges a series at every step or two;
  * its history moves by a point or two). The array is the memo's own, valid until the next call
  * for the same history: read it, never keep it.
  */
-export function historyMedians(h: History, values: readonly number[], w: number): Float64Array {
+export function historyMedians(h: History, values: ArrayLike<number>, w: number): Float64Array {
   const n = values.length;
   if (n !== h.length) throw new RangeError(`historyMedians: ${n} values of a history of ${h.length}`);
   const memo = medianMemo.get(h);
@@ -133,7 +133,7 @@ let fallQueue = new Int32Array(512);
  * medians of `w`, when known (historyMedians).
  */
 export function latestFall(
-  values: readonly number[],
+  values: ArrayLike<number>,
   w: number,
   horizon: number,
   drop: number,

@@ -10,6 +10,7 @@
 import type { RoundState } from '../runs/round.js';
 import type { SeriesStats } from '../runs/series.js';
 import { moments, welch } from '../stats/inference.js';
+import { historyValues } from '../stats/rolling.js';
 import type { Moments } from '../stats/inference.js';
 import { seriesNamed } from '../runs/quantities.js';
 import { rewardSeries } from './queries.js';
@@ -72,10 +73,13 @@ export const rewardHacking: Detector<P> = {
       const task = taskSeries(r);
       if (task === null || task.stats.history.length < p.min_points) continue;
       // The first and the last third of a series' kept points; the test only where their means moved far enough.
-      const split = (s: SeriesStats): { early: Moments; late: Moments; steps: readonly number[] } => {
-        const { steps, values } = s.history.points();
-        const third = Math.floor(values.length / 3);
-        return { early: moments(values, 0, third), late: moments(values, values.length - third), steps };
+      // Read in place (points() would make two arrays for each series at each evaluation).
+      const split = (s: SeriesStats): { early: Moments; late: Moments; n: number; lastStep: number } => {
+        const h = s.history;
+        const n = h.length;
+        const values = historyValues(h);
+        const third = Math.floor(n / 3);
+        return { early: moments(values, 0, third), late: moments(values, n - third, n), n, lastStep: h.stepAt(n - 1) };
       };
       const t = split(task.stats);
       if (!(t.early.mean - t.late.mean >= p.min_fall)) continue;
@@ -89,9 +93,9 @@ export const rewardHacking: Detector<P> = {
         if (!(cw.pHigher < p.alpha)) continue;
         out.push({
           round: r.round,
-          step: t.steps[t.steps.length - 1]!,
+          step: t.lastStep,
           severity: p.severity,
-          message: `${name} rose from ${c.early.mean.toFixed(3)} to ${c.late.mean.toFixed(3)} while ${task.name} fell from ${t.early.mean.toFixed(3)} to ${t.late.mean.toFixed(3)} (first vs last third of the last ${t.steps.length} steps): the policy is being paid for ${name} instead of the task.`,
+          message: `${name} rose from ${c.early.mean.toFixed(3)} to ${c.late.mean.toFixed(3)} while ${task.name} fell from ${t.early.mean.toFixed(3)} to ${t.late.mean.toFixed(3)} (first vs last third of the last ${t.n} steps): the policy is being paid for ${name} instead of the task.`,
           evidence: {
             component: name,
             component_early: r4(c.early.mean),
@@ -101,7 +105,7 @@ export const rewardHacking: Detector<P> = {
             task_early: r4(t.early.mean),
             task_late: r4(t.late.mean),
             task_welch_t: Math.round(tw.t * 100) / 100,
-            points: t.steps.length,
+            points: t.n,
           },
           recommendation: `Lower the weight of ${name} (or make it a gate that only multiplies a correct answer's reward), read completions that score high on it for a shortcut, and resume from a checkpoint before the task signal fell.`,
           series: { role: r.role, round: r.round, name: task.name },

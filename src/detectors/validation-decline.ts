@@ -5,7 +5,7 @@
  * `val-core/<set>/<var>/mean@N`, HF `eval_*` accuracies and rewards); they are logged every few
  * steps, so levels are means of `points` validations.
  */
-import { historyValues, type Points } from '../stats/rolling.js';
+import { historySteps, historyValues } from '../stats/rolling.js';
 import { isValidationScore, seriesFor, seriesNamed } from '../runs/quantities.js';
 import { r4 } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
@@ -21,18 +21,18 @@ interface P extends Params {
   train_tolerance: number;
 }
 
-/** The mean of the values at steps from..to (added in order, as mean() adds them); null when there are none. */
-function meanBetween(t: Points, from: number, to: number): number | null {
+/** The mean of the first `n` values whose steps are from..to (added in order, as mean() adds them); null when there are none. */
+function meanBetween(steps: Float64Array, values: Float64Array, n: number, from: number, to: number): number | null {
   let sum = 0;
-  let n = 0;
-  for (let i = 0; i < t.steps.length; i++) {
-    const s = t.steps[i]!;
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    const s = steps[i]!;
     if (s >= from && s <= to) {
-      sum += t.values[i]!;
-      n++;
+      sum += values[i]!;
+      k++;
     }
   }
-  return n === 0 ? null : sum / n;
+  return k === 0 ? null : sum / k;
 }
 
 /** The mean of the `w` values from the `i`-th (levels' mean(): the same sum in the same order). */
@@ -55,7 +55,6 @@ export const validationDecline: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const train = seriesFor(r, 'reward');
       if (train === null) continue;
-      let tp: Points | null = null;
       for (const { name, stats: s } of seriesNamed(r, isValidationScore)) {
         const h = s.history;
         const n = h.length;
@@ -75,11 +74,14 @@ export const validationDecline: Detector<P> = {
         }
         const fall = best - recent;
         if (!(fall >= Math.max(p.min_drop, p.drop * Math.abs(best)))) continue;
-        // The training reward around the best validations, and since the recent ones began.
-        const t = (tp ??= train.stats.history.points());
+        // The training reward around the best validations, and since the recent ones began (its
+        // steps and values copied into the arrays kept between evaluations: `vs` is read no more).
+        const t = train.stats.history;
+        const ts = historySteps(t);
+        const tv = historyValues(t);
         const bestSteps = [h.stepAt(bestAt), h.stepAt(bestAt + p.points - 1)] as const;
-        const trainThen = meanBetween(t, bestSteps[0], bestSteps[1]);
-        const trainNow = meanBetween(t, h.stepAt(n - p.points), Infinity);
+        const trainThen = meanBetween(ts, tv, t.length, bestSteps[0], bestSteps[1]);
+        const trainNow = meanBetween(ts, tv, t.length, h.stepAt(n - p.points), Infinity);
         if (trainThen === null || trainNow === null) continue;
         if (trainNow < trainThen - p.train_tolerance * Math.abs(trainThen)) continue;
         out.push({

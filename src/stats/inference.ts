@@ -286,7 +286,7 @@ export interface Moments {
   variance: number;
 }
 
-export function moments(xs: readonly number[], from = 0, to = xs.length): Moments {
+export function moments(xs: ArrayLike<number>, from = 0, to = xs.length): Moments {
   const n = to - from;
   if (n <= 0) return { n: 0, mean: NaN, variance: NaN };
   let mean = 0;

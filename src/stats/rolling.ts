@@ -331,6 +331,16 @@ export function historyValues(h: History): Float64Array {
   return valuesScratch;
 }
 
+/** The array historySteps fills. */
+let stepsScratch = new Float64Array(512);
+
+/** The steps of `h`, oldest first, as historyValues gives its values (an array of its own). */
+export function historySteps(h: History): Float64Array {
+  if (stepsScratch.length < h.length) stepsScratch = new Float64Array(h.length * 2);
+  h.stepsInto(stepsScratch);
+  return stepsScratch;
+}
+
 /** The last `size` (step, value) points, oldest first. */
 export class History {
   private readonly steps: Float64Array;
@@ -400,6 +410,12 @@ export class History {
    */
   valuesInto(out: Float64Array): number {
     ringInto(this.vals, this.head, this.count, out, 0);
+    return this.count;
+  }
+
+  /** The steps of the points kept, oldest first, copied into `out` as valuesInto copies the values. */
+  stepsInto(out: Float64Array): number {
+    ringInto(this.steps, this.head, this.count, out, 0);
     return this.count;
   }
 

@@ -1,0 +1,110 @@
+/**
+ * The detectors' shortcuts: a test that says "nothing can hold here" before the full computation
+ * runs (grad-spike's maySpike, length-collapse's mayFall) must never say so where the full
+ * computation finds something. Random series of every shape the shortcuts reason about (positive
+ * levels with spikes and falls, zeros, negatives, NaN, infinities, values at the thresholds), and
+ * the counts of both answers, so the test cannot pass by never taking the shortcut.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { maySpike, spikesIn } from '../src/detectors/grad-spike.js';
+import { mayFall } from '../src/detectors/length-collapse.js';
+import { latestFall } from '../src/detectors/levels.js';
+import { rng } from '../src/sim/random.js';
+import { History } from '../src/stats/rolling.js';
+
+/** A series of `n` values around a level, with the oddities a trainer's log has now and then. */
+function series(rand: () => number, n: number): number[] {
+  const level = 10 ** (rand() * 4 - 2);
+  const spread = [0.02, 0.2, 0.6, 2][Math.floor(rand() * 4)]!;
+  const out: number[] = [];
+  let at = level;
+  for (let i = 0; i < n; i++) {
+    const r = rand();
+    // A level that moves: a fall or a rise now and then.
+    if (r < 0.02) at *= [0.1, 0.3, 0.5, 2, 5][Math.floor(rand() * 5)]!;
+    let v = at * (1 + spread * (rand() - 0.5));
+    const odd = rand();
+    if (odd < 0.03) v *= 5 + rand() * 20;
+    else if (odd < 0.04) v = 0;
+    else if (odd < 0.045) v = -v;
+    else if (odd < 0.048) v = NaN;
+    else if (odd < 0.049) v = rand() < 0.5 ? Infinity : -Infinity;
+    out.push(v);
+  }
+  return out;
+}
+
+function historyOf(values: readonly number[], size = 256): History {
+  const h = new History(size);
+  values.forEach((v, i) => h.push(i + 1, v));
+  return h;
+}
+
+describe('grad-spike: maySpike', () => {
+  test('never passes over a series with a spike (5,000 random series, six factors)', () => {
+    const rand = rng(7);
+    let skipped = 0;
+    let spiky = 0;
+    for (let c = 0; c < 5_000; c++) {
+      const values = series(rand, Math.floor(rand() * 130));
+      const h = historyOf(values, [64, 256][c % 2]);
+      for (const factor of [10, 5, 3, 1.5, 0.5, -1]) {
+        const p = { factor, window: [1, 5, 20][c % 3]!, horizon: [5, 50][c % 2]! };
+        const last = p.horizon + 2 * p.window;
+        const spikes = spikesIn(h.points(last), p);
+        if (!maySpike(h, Math.min(h.length, last), factor)) {
+          skipped++;
+          assert.equal(spikes.length, 0, `case ${c}, factor ${factor}: skipped, but ${spikes.length} spikes`);
+        }
+        if (spikes.length > 0) spiky++;
+      }
+    }
+    // Both answers are exercised.
+    assert.ok(skipped > 2_000, `skipped ${skipped}`);
+    assert.ok(spiky > 2_000, `series with spikes ${spiky}`);
+  });
+
+  test('a value exactly factor x the median is a spike, and is not passed over', () => {
+    const values = [...Array.from({ length: 20 }, () => 1), 10, 1, 1, 10, 1, 10];
+    const h = historyOf(values);
+    const p = { factor: 10, window: 20, horizon: 50 };
+    assert.equal(spikesIn(h.points(90), p).length, 3);
+    assert.equal(maySpike(h, h.length, 10), true);
+    // Just below: no spike, and the shortcut says so.
+    const below = historyOf(values.map((v) => (v === 10 ? 9.999 : v)));
+    assert.equal(spikesIn(below.points(90), p).length, 0);
+    assert.equal(maySpike(below, below.length, 10), false);
+  });
+});
+
+describe('length-collapse: mayFall', () => {
+  test('never passes over a series with a fall (5,000 random series, five drops)', () => {
+    const rand = rng(11);
+    let skipped = 0;
+    let falls = 0;
+    for (let c = 0; c < 5_000; c++) {
+      const values = Float64Array.from(series(rand, 11 + Math.floor(rand() * 250)));
+      for (const drop of [0.5, 0.25, 0, 1, 1.5]) {
+        const w = [1, 2, 5][c % 3]!;
+        const fall = latestFall(values, w, [3, 10][c % 2]!, drop);
+        if (!mayFall(values, drop)) {
+          skipped++;
+          assert.equal(fall, null, `case ${c}, drop ${drop}: skipped, but a fall at ${fall?.at}`);
+        }
+        if (fall !== null) falls++;
+      }
+    }
+    assert.ok(skipped > 1_000, `skipped ${skipped}`);
+    assert.ok(falls > 2_000, `series with falls ${falls}`);
+  });
+
+  test('a fall to exactly (1 - drop) x the level before is a fall, and is not passed over', () => {
+    const values = Float64Array.from([...Array.from({ length: 20 }, () => 100), ...Array.from({ length: 20 }, () => 50)]);
+    assert.notEqual(latestFall(values, 5, 10, 0.5), null);
+    assert.equal(mayFall(values, 0.5), true);
+    const above = values.map((v) => (v === 50 ? 50.001 : v));
+    assert.equal(latestFall(above, 5, 10, 0.5), null);
+    assert.equal(mayFall(above, 0.5), false);
+  });
+});
