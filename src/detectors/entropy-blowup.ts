@@ -35,7 +35,7 @@ export const entropyBlowup: Detector<P> = {
       const ratio = now.median / early.mean;
       out.push({
         round: r.round,
-        step: now.steps[now.steps.length - 1]!,
+        step: now.lastStep,
         severity: p.severity,
         message: `${s.name} rose from ${early.mean.toPrecision(3)} (its first ${early.n} steps) to ${now.median.toPrecision(3)} (median of the last ${p.window}), ${ratio.toFixed(1)}x higher: the policy is sampling close to noise.`,
         evidence: {

@@ -41,7 +41,7 @@ export const entropyCollapse: Detector<P> = {
       const ratio = early.mean / Math.max(now.median, 1e-12);
       out.push({
         round: r.round,
-        step: now.steps[now.steps.length - 1]!,
+        step: now.lastStep,
         severity: p.severity,
         message: `${s.name} fell from ${early.mean.toPrecision(3)} (its first ${early.n} steps) to ${now.median.toPrecision(3)} (median of the last ${p.window}), ${ratio.toFixed(0)}x lower: the policy has become nearly deterministic and no longer explores.`,
         evidence: {

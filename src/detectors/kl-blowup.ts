@@ -44,11 +44,13 @@ export const klBlowup: Detector<P> = {
           if (levels === null) continue;
           const { early, now } = levels;
           const threshold = Math.max(p[levelKey], p.factor * Math.abs(early.mean));
-          const above = now.values.filter((v) => v >= threshold).length;
-          if (!(now.median >= threshold && above >= Math.ceil(0.8 * p.window))) continue;
+          if (!(now.median >= threshold)) continue;
+          const recent = s.stats.history.points(p.window).values;
+          const above = recent.filter((v) => v >= threshold).length;
+          if (!(above >= Math.ceil(0.8 * p.window))) continue;
           out.push({
             round: r.round,
-            step: now.steps[now.steps.length - 1]!,
+            step: now.lastStep,
             severity: p.severity,
             message: `${s.name} (${what}) rose from ${early.mean.toPrecision(2)} (its first ${early.n} steps) to ${now.median.toPrecision(3)} (median of the last ${p.window}), above ${threshold.toPrecision(2)} for ${above} of them: the policy is moving away too fast.`,
             evidence: {
@@ -56,7 +58,7 @@ export const klBlowup: Detector<P> = {
               kind: q,
               early_level: r4(early.mean),
               recent_median: r4(now.median),
-              recent_max: r4(Math.max(...now.values)),
+              recent_max: r4(Math.max(...recent)),
               window: p.window,
               above_threshold: above,
               threshold: r4(threshold),

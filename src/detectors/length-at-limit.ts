@@ -6,7 +6,7 @@
  * maximum length.
  */
 import { seriesFor } from '../runs/quantities.js';
-import { r4, recentMedian } from './levels.js';
+import { r4, recentMedian, type Recent } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
 interface P extends Params {
@@ -30,7 +30,8 @@ export const lengthAtLimit: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const clip = seriesFor(r, 'clip_ratio');
       const len = seriesFor(r, 'response_length');
-      const lenNow = len === null ? null : recentMedian(len.stats, p.window);
+      // Read only where a finding needs it: most evaluations end at the first test.
+      let lenNow: Recent | null = null;
       let evidence: Record<string, unknown>;
       let what: string;
       let step: number;
@@ -39,20 +40,22 @@ export const lengthAtLimit: Detector<P> = {
         const now = recentMedian(clip.stats, p.window);
         if (now === null || !(now.median >= p.clipped)) continue;
         name = clip.name;
-        step = now.steps[now.steps.length - 1]!;
+        step = now.lastStep;
         what = `${Math.round(now.median * 100)}% of completions are cut at the length limit (${clip.name}, median of the last ${p.window} steps)`;
         evidence = { series: clip.name, clipped_ratio: r4(now.median), window: p.window, threshold: p.clipped };
       } else {
         const max = seriesFor(r, 'response_length_max');
         const maxNow = max === null ? null : recentMedian(max.stats, p.window);
+        lenNow = len === null ? null : recentMedian(len.stats, p.window);
         if (len === null || lenNow === null || max === null || maxNow === null) continue;
         const limit = max.stats.summary.max;
         if (!(limit > 0) || !(lenNow.median >= p.pinned * limit)) continue;
         name = len.name;
-        step = lenNow.steps[lenNow.steps.length - 1]!;
+        step = lenNow.lastStep;
         what = `the mean length ${lenNow.median.toFixed(0)} sits at the longest completion seen (${limit.toFixed(0)}): nearly every completion is cut`;
         evidence = { series: len.name, mean_length: r4(lenNow.median), max_length: limit, window: p.window, threshold: p.pinned };
       }
+      lenNow ??= len === null ? null : recentMedian(len.stats, p.window);
       if (lenNow !== null) evidence['mean_length'] = r4(lenNow.median);
       out.push({
         round: r.round,

@@ -28,22 +28,35 @@ export function earlyLevel(s: SeriesStats, points: number): { mean: number; n: n
   return s.curve.headMean(points);
 }
 
-/** The median of the last `n` kept values, or null while fewer are kept. */
-export function recentMedian(s: SeriesStats, n: number): { median: number; steps: readonly number[]; values: readonly number[] } | null {
-  const p = s.history.points(n);
-  if (p.values.length < n) return null;
-  return { median: median(p.values), ...p };
+/** A series' recent level: the median of its last values, and the step of the newest. */
+export interface Recent {
+  median: number;
+  lastStep: number;
+}
+
+/** Where recentMedian copies the values it reads (grown when a window is longer). */
+let recentScratch = new Float64Array(64);
+
+/**
+ * The median of the last `n` kept values, or null while fewer are kept. The values are read in
+ * place into an array kept between calls: the detectors that ask at every step (entropy, KL,
+ * lengths) made two points() arrays and two objects for each answer.
+ */
+export function recentMedian(s: SeriesStats, n: number): Recent | null {
+  const h = s.history;
+  const k = Math.min(h.length, n);
+  if (k < n) return null;
+  if (recentScratch.length < k) recentScratch = new Float64Array(k * 2);
+  const from = h.length - k;
+  for (let i = 0; i < k; i++) recentScratch[i] = h.at(from + i);
+  return { median: median(recentScratch, 0, k), lastStep: k > 0 ? h.stepAt(h.length - 1) : NaN };
 }
 
 /**
  * Where a series started and where it sits now: the mean of its first `early` values and the
  * median of its last `window`, once it has both (entropy, KL: a level against its own start).
  */
-export function againstEarly(
-  s: SeriesStats,
-  early: number,
-  window: number,
-): { early: { mean: number; n: number }; now: { median: number; steps: readonly number[]; values: readonly number[] } } | null {
+export function againstEarly(s: SeriesStats, early: number, window: number): { early: { mean: number; n: number }; now: Recent } | null {
   if (s.history.length < early + window) return null;
   const e = earlyLevel(s, early);
   const now = recentMedian(s, window);

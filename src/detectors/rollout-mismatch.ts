@@ -31,7 +31,7 @@ export const rolloutMismatch: Detector<P> = {
       if (s === null || now === null || !(now.median > p.limit)) continue;
       out.push({
         round: r.round,
-        step: now.steps[now.steps.length - 1]!,
+        step: now.lastStep,
         severity: p.severity,
         message: `${s.name} has been ${now.median.toPrecision(2)} (median of the last ${p.window} steps), above ${p.limit}: the trainer and the rollout engine disagree on the sampled tokens' probabilities.`,
         evidence: { series: s.name, recent_median: r4(now.median), window: p.window, limit: p.limit, healthy_below: 0.005 },

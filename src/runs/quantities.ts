@@ -60,15 +60,23 @@ type Found = { name: string; stats: SeriesStats } | null;
 type Named = { name: string; stats: SeriesStats };
 
 /**
- * What seriesFor and seriesNamed found in each round, while the round has as many series as then
+ * What seriesFor, allSeriesFor and seriesNamed found in each round, while the round has as many series as then
  * (a round's series are only ever added): the detectors ask the same questions at every evaluation.
  */
-const found = new WeakMap<RoundState, { series: number; by: Map<Quantity, Found>; named: Map<(name: string) => boolean, Named[]> }>();
+/** What the lookups found in one round, and the series count then. */
+interface RoundMemo {
+  series: number;
+  by: Map<Quantity, Found>;
+  all: Map<Quantity, Named[]>;
+  named: Map<(name: string) => boolean, Named[]>;
+}
 
-function foundIn(round: RoundState): { by: Map<Quantity, Found>; named: Map<(name: string) => boolean, Named[]> } {
+const found = new WeakMap<RoundState, RoundMemo>();
+
+function foundIn(round: RoundState): RoundMemo {
   let memo = found.get(round);
   if (memo === undefined || memo.series !== round.series.size)
-    found.set(round, (memo = { series: round.series.size, by: new Map(), named: new Map() }));
+    found.set(round, (memo = { series: round.series.size, by: new Map(), all: new Map(), named: new Map() }));
   return memo;
 }
 
@@ -104,11 +112,16 @@ function findSeries(round: RoundState, q: Quantity): Found {
 }
 
 /** Every series of a round that carries `q` (a run may log both an actor's and a critic's grad norm). */
-export function allSeriesFor(round: RoundState, q: Quantity): { name: string; stats: SeriesStats }[] {
-  const out: { name: string; stats: SeriesStats }[] = [];
-  for (const name of SPELLINGS[q]) {
-    const s = round.series.get(name);
-    if (s !== undefined) out.push({ name, stats: s });
+export function allSeriesFor(round: RoundState, q: Quantity): readonly Named[] {
+  const memo = foundIn(round).all;
+  let out = memo.get(q);
+  if (out === undefined) {
+    out = [];
+    for (const name of SPELLINGS[q]) {
+      const s = round.series.get(name);
+      if (s !== undefined) out.push({ name, stats: s });
+    }
+    memo.set(q, out);
   }
   return out;
 }
