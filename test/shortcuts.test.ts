@@ -1,6 +1,6 @@
 /**
  * The detectors' shortcuts: a test that says "nothing can hold here" before the full computation
- * runs (grad-spike's maySpike, length-collapse's mayFall) must never say so where the full
+ * runs (grad-spike's maySpike, length-collapse's mayFall, reward-drop's mayHaveFall) must never say so where the full
  * computation finds something. Random series of every shape the shortcuts reason about (positive
  * levels with spikes and falls, zeros, negatives, NaN, infinities, values at the thresholds), and
  * the counts of both answers, so the test cannot pass by never taking the shortcut.
@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import { maySpike, spikesIn } from '../src/detectors/grad-spike.js';
 import { mayFall } from '../src/detectors/length-collapse.js';
 import { latestFall } from '../src/detectors/levels.js';
+import { mayHaveFall, prefixSums, strongestFall } from '../src/detectors/reward-drop.js';
 import { rng } from '../src/sim/random.js';
 import { History } from '../src/stats/rolling.js';
 
@@ -106,5 +107,43 @@ describe('length-collapse: mayFall', () => {
     const above = values.map((v) => (v === 50 ? 50.001 : v));
     assert.equal(latestFall(above, 5, 10, 0.5), null);
     assert.equal(mayFall(above, 0.5), false);
+  });
+});
+
+describe('reward-drop: mayHaveFall', () => {
+  /** strongestFall as the detector calls it (alpha 2: any candidate of the mean tests is taken), and the shortcut's answer. */
+  function judge(values: Float64Array, drop: number): { k: number; may: boolean } {
+    const n = values.length;
+    const { s1, s2, max, maxAbs } = prefixSums(values, n);
+    const tailMean = (s1[n]! - s1[n - 10]!) / 10;
+    return { k: strongestFall(s1, s2, n, 10, 10, 20, drop, 2, tailMean), may: mayHaveFall(tailMean, max, maxAbs, n, drop) };
+  }
+
+  test('never passes over a series with a change point (5,000 random series, five drops)', () => {
+    const rand = rng(13);
+    let skipped = 0;
+    let falls = 0;
+    for (let c = 0; c < 5_000; c++) {
+      const values = Float64Array.from(series(rand, 20 + Math.floor(rand() * 240)));
+      for (const drop of [0.25, 0.5, 0, 0.9, 1.2]) {
+        const { k, may } = judge(values, drop);
+        if (!may) {
+          skipped++;
+          assert.equal(k, -1, `case ${c}, drop ${drop}: skipped, but a change point at ${k}`);
+        }
+        if (k >= 0) falls++;
+      }
+    }
+    assert.ok(skipped > 1_000, `skipped ${skipped}`);
+    assert.ok(falls > 2_000, `series with a change point ${falls}`);
+  });
+
+  test('a recent mean exactly (1 - drop) x the level before is a fall, and is not passed over', () => {
+    const values = Float64Array.from([...Array.from({ length: 20 }, () => 1), ...Array.from({ length: 10 }, () => 0.75)]);
+    assert.equal(judge(values, 0.25).k, 20);
+    assert.equal(judge(values, 0.25).may, true);
+    const above = values.map((v) => (v === 0.75 ? 0.7501 : v));
+    assert.equal(judge(above, 0.25).k, -1);
+    assert.equal(judge(above, 0.25).may, false);
   });
 });

@@ -32,6 +32,43 @@ function prefix(which: 0 | 1, n: number): Float64Array {
   return sums[which]!;
 }
 
+/**
+ * Prefix sums of the first `n` values of `vs` and of their squares (arrays kept between
+ * evaluations: read them before the next call), with the largest value and the largest magnitude.
+ */
+export function prefixSums(vs: Float64Array, n: number): { s1: Float64Array; s2: Float64Array; max: number; maxAbs: number } {
+  const s1 = prefix(0, n + 1);
+  const s2 = prefix(1, n + 1);
+  s1[0] = 0;
+  s2[0] = 0;
+  let max = -Infinity;
+  let maxAbs = 0;
+  for (let i = 0; i < n; i++) {
+    const v = vs[i]!;
+    s1[i + 1] = s1[i]! + v;
+    s2[i + 1] = s2[i]! + v * v;
+    if (v > max) max = v;
+    const a = Math.abs(v);
+    if (a > maxAbs) maxAbs = a;
+  }
+  return { s1, s2, max, maxAbs };
+}
+
+/**
+ * Whether any change point can pass the mean tests, from the recent mean and the largest of the
+ * `n` values: a candidate's level is a mean of values (at most the largest), its lower bound
+ * (level less `drop` of it) grows with the level, and the recent mean must sit at or below it.
+ * Where the recent mean is above the bound at the largest value (with room for the prefix sums'
+ * rounding: a mean read from them is off by at most 2.3e-16 n^2 of the largest magnitude, the
+ * room is 8e-16 n^2), no change point is a fall and the candidates need not be scanned: most
+ * evaluations of a reward that holds or rises.
+ */
+export function mayHaveFall(tailMean: number, max: number, maxAbs: number, n: number, drop: number): boolean {
+  if (!(drop >= 0 && drop < 1)) return true;
+  const room = (n * n * 8e-16 + 1e-12) * maxAbs;
+  return !(tailMean > max - drop * Math.abs(max) + room);
+}
+
 /** The mean of values [a, b) from their prefix sums. */
 function segMean(s1: Float64Array, a: number, b: number): number {
   return (s1[b]! - s1[a]!) / (b - a);
@@ -55,7 +92,7 @@ function seg(s1: Float64Array, s2: Float64Array, a: number, b: number): Moments 
  * as is the recent mean `tailMean`, and the two segments different by Welch's test at `alpha`;
  * the lowest t wins (the first of equals). -1 for none.
  */
-function strongestFall(
+export function strongestFall(
   s1: Float64Array,
   s2: Float64Array,
   n: number,
@@ -121,20 +158,13 @@ export const rewardDrop: Detector<P> = {
       const minBefore = Math.max(5, minAfter);
       if (n < minBefore + minAfter) continue;
       // Prefix sums: each candidate change point costs O(1).
-      const s1 = prefix(0, n + 1);
-      const s2 = prefix(1, n + 1);
       const vs = historyValues(h);
-      s1[0] = 0;
-      s2[0] = 0;
-      for (let i = 0; i < n; i++) {
-        const v = vs[i]!;
-        s1[i + 1] = s1[i]! + v;
-        s2[i + 1] = s2[i]! + v * v;
-      }
+      const { s1, s2, max, maxAbs } = prefixSums(vs, n);
       // A reward that sits at about zero now, or is on its way there (half the last steps at ~0
       // already), is reward-collapse's.
       if (Math.abs(median(vs, n - minAfter, n)) <= p.zero_level) continue;
       const tailMean = segMean(s1, n - minAfter, n);
+      if (!mayHaveFall(tailMean, max, maxAbs, n, p.drop)) continue;
       const k = strongestFall(s1, s2, n, minBefore, minAfter, p.before_points, p.drop, p.alpha, tailMean);
       if (k < 0) continue;
       const before = seg(s1, s2, Math.max(0, k - p.before_points), k);
