@@ -4,6 +4,7 @@
  * policy no longer learns (TRL shows it as `frac_reward_zero_std` near 1).
  */
 import type { RoundState } from '../runs/round.js';
+import { historyValues, type History } from '../stats/rolling.js';
 import { rewardSeries } from './queries.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -31,17 +32,13 @@ const MOSTLY = 0.75;
  * (one lucky group) neither ends the stretch nor moves its start, so the finding neither flickers
  * nor names a late onset.
  */
-export function collapsedFrom(
-  values: { readonly length: number; at(i: number): number | undefined },
-  level: number,
-  window: number,
-): number | null {
+export function collapsedFrom(values: ArrayLike<number>, level: number, window: number): number | null {
   const n = values.length;
   let from: number | null = null;
   let sum = 0;
   let close = 0;
   for (let j = n - 1; j >= 0; j--) {
-    const a = Math.abs(values.at(j)!);
+    const a = Math.abs(values[j]!);
     sum += a;
     if (a <= 2 * level) close++;
     const len = n - j;
@@ -54,6 +51,18 @@ export function collapsedFrom(
   return from !== null && n - from >= window ? from : null;
 }
 
+/** A history's values, oldest first, in the array historyValues keeps (read before its next call). */
+function valuesOf(h: History): Float64Array {
+  return historyValues(h).subarray(0, h.length);
+}
+
+/** Math.max of `xs[0..to)`, the same number (NaN for any NaN, +0 above -0) without an argument per value. */
+function maxOf(xs: readonly number[], to = xs.length): number {
+  let m = -Infinity;
+  for (let k = 0; k < to; k++) m = Math.max(m, xs[k]!);
+  return m;
+}
+
 /**
  * Whether a round's reward sits at about zero now after having been higher, by reward-collapse's
  * default levels (no-learning-signal leaves such a round to this detector, which says more).
@@ -62,7 +71,7 @@ export function rewardAtZero(r: RoundState): boolean {
   const d = rewardCollapse.defaults;
   const rs = rewardSeries(r);
   if (rs === null) return false;
-  return collapsedFrom(rs.stats.history, d.level, d.window) !== null && Math.max(...rs.stats.curve.means()) >= d.earlier_min;
+  return collapsedFrom(valuesOf(rs.stats.history), d.level, d.window) !== null && maxOf(rs.stats.curve.means()) >= d.earlier_min;
 }
 
 export const rewardCollapse: Detector<P> = {
@@ -78,15 +87,16 @@ export const rewardCollapse: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const rs = rewardSeries(r);
       if (rs === null) continue;
-      // Judged on the history in place: the points are copied only for a collapse.
+      // Judged on a copy into an array kept between evaluations: the points are made only for a collapse.
       const n = rs.stats.history.length;
       if (n < p.window + 2) continue;
-      const i = collapsedFrom(rs.stats.history, p.level, p.window);
+      const i = collapsedFrom(valuesOf(rs.stats.history), p.level, p.window);
       if (i === null) continue;
       const pts = rs.stats.history.points();
       const last = pts.values.slice(-p.window);
-      const before = pts.values.slice(0, i);
-      const earlier = Math.max(...rs.stats.curve.means(), ...before);
+      // Math.max of the curve's means and the values before the stretch, without spreading them
+      // into arguments (hundreds at each evaluation while the stretch lasts).
+      const earlier = Math.max(maxOf(rs.stats.curve.means()), maxOf(pts.values, i));
       if (!(earlier >= p.earlier_min)) continue;
       const evidence: Record<string, unknown> = {
         series: rs.name,
