@@ -4,7 +4,9 @@ import {
   Curve,
   Ewma,
   History,
+  historySteps,
   historyValues,
+  keptValues,
   packDoubles,
   packedCount,
   releaseSharedPoints,
@@ -163,6 +165,8 @@ describe('bounded memory', () => {
         assert.deepEqual([...out.subarray(0, h.length)], h.points().values, `size ${size} after ${i} pushes`);
         assert.deepEqual([...out.subarray(h.length)], new Array<number>(size + 2 - h.length).fill(-1));
         assert.deepEqual([...historyValues(h).subarray(0, h.length)], h.points().values);
+        assert.deepEqual([...keptValues(h)], h.points().values);
+        assert.deepEqual([...historySteps(h).subarray(0, h.length)], h.points().steps);
       }
     }
     const long = new History(2000);

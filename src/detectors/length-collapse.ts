@@ -5,7 +5,7 @@
  * one: the fall is measured against the highest level of the few steps before it.
  */
 import { seriesFor } from '../runs/quantities.js';
-import { historyValues } from '../stats/rolling.js';
+import { keptValues } from '../stats/rolling.js';
 import { historyMedians, latestFall, r4, recentMedian } from './levels.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -54,7 +54,7 @@ export const lengthCollapse: Detector<P> = {
       if (s === null || s.stats.history.length < 2 * p.window + 1) continue;
       // The values read in place (points() would make two arrays at each evaluation).
       const h = s.stats.history;
-      const values = historyValues(h).subarray(0, h.length);
+      const values = keptValues(h);
       if (!mayFall(values, p.drop)) continue;
       const fall = latestFall(values, p.window, p.horizon, p.drop, historyMedians(h, values, p.window));
       if (fall === null) continue;

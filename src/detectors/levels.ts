@@ -44,12 +44,11 @@ let recentScratch = new Float64Array(64);
  */
 export function recentMedian(s: SeriesStats, n: number): Recent | null {
   const h = s.history;
-  const k = Math.min(h.length, n);
-  if (k < n) return null;
-  if (recentScratch.length < k) recentScratch = new Float64Array(k * 2);
-  const from = h.length - k;
-  for (let i = 0; i < k; i++) recentScratch[i] = h.at(from + i);
-  return { median: median(recentScratch, 0, k), lastStep: k > 0 ? h.stepAt(h.length - 1) : NaN };
+  if (h.length < n) return null;
+  if (recentScratch.length < n) recentScratch = new Float64Array(n * 2);
+  const from = h.length - n;
+  for (let i = 0; i < n; i++) recentScratch[i] = h.at(from + i);
+  return { median: median(recentScratch, 0, n), lastStep: n > 0 ? h.stepAt(h.length - 1) : NaN };
 }
 
 /**

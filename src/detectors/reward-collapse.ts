@@ -4,7 +4,7 @@
  * policy no longer learns (TRL shows it as `frac_reward_zero_std` near 1).
  */
 import type { RoundState } from '../runs/round.js';
-import { historyValues, type History } from '../stats/rolling.js';
+import { keptValues } from '../stats/rolling.js';
 import { rewardSeries } from './queries.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -51,11 +51,6 @@ export function collapsedFrom(values: ArrayLike<number>, level: number, window: 
   return from !== null && n - from >= window ? from : null;
 }
 
-/** A history's values, oldest first, in the array historyValues keeps (read before its next call). */
-function valuesOf(h: History): Float64Array {
-  return historyValues(h).subarray(0, h.length);
-}
-
 /** Math.max of `xs[0..to)`, the same number (NaN for any NaN, +0 above -0) without an argument per value. */
 function maxOf(xs: readonly number[], to = xs.length): number {
   let m = -Infinity;
@@ -71,7 +66,7 @@ export function rewardAtZero(r: RoundState): boolean {
   const d = rewardCollapse.defaults;
   const rs = rewardSeries(r);
   if (rs === null) return false;
-  return collapsedFrom(valuesOf(rs.stats.history), d.level, d.window) !== null && maxOf(rs.stats.curve.means()) >= d.earlier_min;
+  return collapsedFrom(keptValues(rs.stats.history), d.level, d.window) !== null && maxOf(rs.stats.curve.means()) >= d.earlier_min;
 }
 
 export const rewardCollapse: Detector<P> = {
@@ -90,7 +85,7 @@ export const rewardCollapse: Detector<P> = {
       // Judged on a copy into an array kept between evaluations: the points are made only for a collapse.
       const n = rs.stats.history.length;
       if (n < p.window + 2) continue;
-      const i = collapsedFrom(valuesOf(rs.stats.history), p.level, p.window);
+      const i = collapsedFrom(keptValues(rs.stats.history), p.level, p.window);
       if (i === null) continue;
       const pts = rs.stats.history.points();
       const last = pts.values.slice(-p.window);

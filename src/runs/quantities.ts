@@ -59,10 +59,6 @@ type Found = { name: string; stats: SeriesStats } | null;
 
 type Named = { name: string; stats: SeriesStats };
 
-/**
- * What seriesFor, allSeriesFor and seriesNamed found in each round, while the round has as many series as then
- * (a round's series are only ever added): the detectors ask the same questions at every evaluation.
- */
 /** What the lookups found in one round, and the series count then. */
 interface RoundMemo {
   series: number;
@@ -71,6 +67,11 @@ interface RoundMemo {
   named: Map<(name: string) => boolean, Named[]>;
 }
 
+/**
+ * What seriesFor, allSeriesFor and seriesNamed found in each round, while the round has as many
+ * series as then (a round's series are only ever added): the detectors ask the same questions at
+ * every evaluation.
+ */
 const found = new WeakMap<RoundState, RoundMemo>();
 
 function foundIn(round: RoundState): RoundMemo {

@@ -331,6 +331,11 @@ export function historyValues(h: History): Float64Array {
   return valuesScratch;
 }
 
+/** historyValues cut to the history's own points: a view of the same shared array, with the same rules. */
+export function keptValues(h: History): Float64Array {
+  return historyValues(h).subarray(0, h.length);
+}
+
 /** The array historySteps fills. */
 let stepsScratch = new Float64Array(512);
 
