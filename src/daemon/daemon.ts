@@ -326,8 +326,15 @@ export class Daemon {
       const seen = this.readAtSweep.get(run.id);
       if (seen === undefined || seen.read !== read) this.readAtSweep.set(run.id, { read, since: now });
       else if (now - seen.since >= this.opts.config.watch.settleAfterMs && this.settledAt.get(run.id) !== read) {
-        t.push(...this.engine.evaluate(run, p.detectContext()));
+        const quiet = this.engine.evaluate(run, p.detectContext());
         this.settledAt.set(run.id, read);
+        // Said, because a finding that first holds here is placed at the step the run paused at,
+        // which a judgement on the records' schedule (analyze's) may not have looked at.
+        const held = quiet.flatMap((x) =>
+          x.kind === 'held' ? [{ detector: x.finding.detector, round: x.finding.round, step: x.finding.step }] : [],
+        );
+        this.log.debug({ run: run.id, records: read, held }, 'a quiet run judged with everything read');
+        t.push(...quiet);
       }
       if (t.length > 0) this.onTransitions(t);
     }
