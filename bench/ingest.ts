@@ -3,8 +3,9 @@
  * reward_history.jsonl (~150 bytes a line), on a 200,000-step verl console log (67 metrics a
  * step, ~2,000 bytes a line, in verl's console format under Ray, with every series the
  * training-health detectors read: entropy, KL, grad norms, lengths, validation scores) and on a
- * W&B run file of 30,000 rows (33 verl metrics a row, the test writer's; bench/wandb.ts reads
- * 100,000), each against the physical limit in Node measured in the same run: a bare loop that
+ * W&B run file of 30,000 rows twice (28 verl metrics a row, the test writer's; bench/wandb.ts
+ * reads 100,000): sine waves through zero, the detectors' worst case, and rows with a healthy
+ * verl run's dynamics (bench/wandb.ts writeVerlLike), each against the physical limit in Node measured in the same run: a bare loop that
  * reads the file in chunks,
  * splits lines and JSON.parses each; for the text log, every `key:value` of a step line into
  * names and numbers; for the run file, its framing walked and every chunk's CRC checked. Each
@@ -23,7 +24,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { appendLines, arg, bareLoop, bareLoopInPlace, BIN, jsonlLine, report, seconds, spread, verlLine, type Spread } from './common.js';
-import { bareLoop as bareFraming, barePartsLoop, bareRowsLoop, writeLong } from './wandb.js';
+import { bareLoop as bareFraming, barePartsLoop, bareRowsLoop, writeLong, writeVerlLike } from './wandb.js';
 
 function analyzeSteps(dir: string): number {
   const out = spawnSync(process.execPath, [BIN, 'analyze', dir, '--format', 'json'], { encoding: 'utf8', maxBuffer: 1 << 28 });
@@ -64,21 +65,27 @@ function lines(kind: 'jsonl' | 'text', what: string, bareWhat: string, file: str
   };
 }
 
-const INPUTS: Record<'jsonl' | 'text' | 'wandb', Input> = {
+const INPUTS: Record<'jsonl' | 'text' | 'wandb' | 'wandbVerl', Input> = {
   jsonl: lines('jsonl', 'reward_history.jsonl', 'JSON.parse per line', 'outputs/selector_round1/reward_history.jsonl', jsonlLine),
   text: lines('text', 'verl console log', 'every key:value of a step', 'outputs/selector_round1/train.log', verlLine),
-  wandb: {
-    what: 'W&B run file',
+  wandb: runFile('W&B run file (sine rows)', 'bench1', writeLong),
+  wandbVerl: runFile('W&B run file (verl-like rows)', 'bench2', writeVerlLike),
+};
+
+/** A W&B run file written by `write`, against the framing walk and the loop that reads its rows. */
+function runFile(what: string, id: string, write: (file: string, n: number) => void): Input {
+  return {
+    what,
     bareWhat: 'framing walked, every CRC checked',
-    file: 'wandb/run-20261202_120000-bench1/run-bench1.wandb',
-    write: writeLong,
+    file: `wandb/run-20261202_120000-${id}/run-${id}.wandb`,
+    write,
     // The bare loop counts chunks: one a row at least, besides the run and exit records.
     bare: (file, n) => (bareFraming(file) >= n + 2 ? n : -1),
     bareInPlace: (file, n) => (barePartsLoop(file) >= n + 2 ? n : -1),
     bareReading: { what: "records put together, each row's keys and values decoded", run: bareRowsLoop },
     jq: false,
-  },
-};
+  };
+}
 
 async function measure(
   kind: keyof typeof INPUTS,
@@ -152,9 +159,10 @@ export async function main(): Promise<void> {
     const a = await measure('jsonl', lines, reps, dir);
     const b = await measure('text', steps, reps, dir);
     const c = await measure('wandb', rows, reps, dir);
+    const d = await measure('wandbVerl', rows, reps, dir);
     report(
       'ingest',
-      `Ingest of ${lines} JSONL lines, ${steps} verl steps and ${rows} W&B rows, ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
+      `Ingest of ${lines} JSONL lines, ${steps} verl steps and ${rows} W&B rows (two files), ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
       [
         'reader',
         'lines/s',
@@ -164,8 +172,8 @@ export async function main(): Promise<void> {
         'ratio to bare loop in one buffer',
         'ratio to bare loop reading the values',
       ],
-      [...a.rows, ...b.rows, ...c.rows],
-      [a.data, b.data, c.data],
+      [...a.rows, ...b.rows, ...c.rows, ...d.rows],
+      [a.data, b.data, c.data, d.data],
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

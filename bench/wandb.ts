@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { WandbParser, wandbRecords } from '../src/parsers/wandb-log.js';
+import { normal, rng } from '../src/sim/random.js';
 import { DEFAULTS } from '../test/helpers/defaults.js';
 import { REAL_LOGS } from '../test/helpers/fs.js';
 import { exitRecord, historyRecord, runRecord, WandbWriter } from '../test/helpers/wandb-writer.js';
@@ -239,6 +240,67 @@ export function writeLong(file: string, rows: number): void {
     const values: Record<string, number> = {};
     KEYS.forEach((k, i) => (values[k] = Math.sin(s * 0.01 + i) * (i + 1)));
     w.append(historyRecord(s, values, 1_790_000_000 + s * 12.5));
+  }
+  w.append(exitRecord(0));
+  w.finish();
+}
+
+/**
+ * A verl GRPO run of `rows` steps as a W&B run file, with the dynamics of a healthy one: the score
+ * rising through noise, entropy and grad norm decaying, lengths positive and shortening a little,
+ * the KL loss growing, timings and memory about steady, validation every 10 steps. writeLong's
+ * sine waves through zero are the worst case for the detectors (a length that halves and a grad
+ * norm that spikes every cycle); these rows are what they meet in a run.
+ */
+export function writeVerlLike(file: string, rows: number): void {
+  const w = new WandbWriter(file);
+  w.append(
+    runRecord({
+      project: 'verl-grpo',
+      name: 'bench-verl',
+      id: 'bench2',
+      start: 1_790_000_000_000,
+      config: { actor_rollout_ref: { rollout: { n: 8 } } },
+    }),
+  );
+  const r = rng(32);
+  const noise = (sd: number): number => normal(r) * sd;
+  for (let s = 1; s <= rows; s++) {
+    // How far training has come: 0 at the start, towards 1 over the first ~3,000 steps.
+    const done = 1 - Math.exp(-s / 3000);
+    const score = Math.min(1, Math.max(0, 0.2 + 0.5 * done + noise(0.05)));
+    const length = 420 - 120 * done + noise(25);
+    const values: Record<string, number> = {
+      'critic/score/mean': score,
+      'critic/score/max': 1,
+      'critic/score/min': 0,
+      'critic/rewards/mean': score,
+      'critic/advantages/mean': noise(0.01),
+      'critic/advantages/max': 2 + noise(0.2),
+      'critic/advantages/min': -2 + noise(0.2),
+      'critic/returns/mean': noise(0.01),
+      'actor/entropy': 1.2 - 0.6 * done + noise(0.04),
+      'actor/kl_loss': 0.02 * done + Math.abs(noise(0.002)),
+      'actor/pg_loss': noise(0.05),
+      'actor/pg_clipfrac': 0.004 + Math.abs(noise(0.002)),
+      'actor/ppo_kl': Math.abs(noise(2e-4)),
+      'actor/grad_norm': (0.5 - 0.3 * done) * Math.exp(noise(0.2)),
+      'actor/lr': 1e-6,
+      'response_length/mean': length,
+      'response_length/max': 1024,
+      'response_length/min': Math.max(1, 40 + noise(10)),
+      'response_length/clip_ratio': 0.02 + Math.abs(noise(0.01)),
+      'prompt_length/mean': 120 + noise(5),
+      'timing_s/gen': 30 + noise(3),
+      'timing_s/update_actor': 20 + noise(2),
+      'timing_s/step': 55 + noise(4),
+      'perf/throughput': 1500 + noise(100),
+      'perf/max_memory_allocated_gb': 60 + noise(0.5),
+      'training/global_step': s,
+      'training/epoch': Math.floor(s / 1000),
+    };
+    if (s % 10 === 0) values['val-core/gsm8k/reward/mean@1'] = Math.min(1, Math.max(0, 0.25 + 0.5 * done + noise(0.02)));
+    w.append(historyRecord(s, values, 1_790_000_000 + s * 55));
   }
   w.append(exitRecord(0));
   w.finish();
