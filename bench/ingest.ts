@@ -5,17 +5,19 @@
  * training-health detectors read: entropy, KL, grad norms, lengths, validation scores) and on a
  * W&B run file of 30,000 rows twice (28 verl metrics a row, the test writer's; bench/wandb.ts
  * reads 100,000): sine waves through zero, the detectors' worst case, and rows with a healthy
- * verl run's dynamics (bench/wandb.ts writeVerlLike), each against the physical limit in Node measured in the same run: a bare loop that
- * reads the file in chunks,
- * splits lines and JSON.parses each; for the text log, every `key:value` of a step line into
- * names and numbers; for the run file, its framing walked and every chunk's CRC checked. Each
- * bare loop also runs reading into one buffer used again (bareLoopInPlace, barePartsLoop): the
- * first pays for touching new memory at every chunk, which costs more on some machines than on
- * others (the machine line gives the cost here), the second does not. The run file's bare loop
- * reads no values, where the JSONL loop's JSON.parse does: a third loop reads them too (records
- * put together, each row's keys and values decoded: bench/wandb.ts bareRowsLoop), the last ratio
- * column's reference for it (for the other two, their bare loop). And
- * against `jq -c .` where present. Several repetitions, interleaved, median and spread.
+ * verl run's dynamics (bench/wandb.ts writeVerlLike). Each against the physical limit in Node
+ * measured in the same run: a bare loop that reads the file in chunks, splits lines and
+ * JSON.parses each; for the text log, every `key:value` of a step line into names and numbers;
+ * for the run file, its framing walked and every chunk's CRC checked. Each bare loop also runs
+ * reading into one buffer used again (bareLoopInPlace, barePartsLoop): the first pays for
+ * touching new memory at every chunk, which costs more on some machines than on others (the
+ * machine line gives the cost here), the second does not. The run file's bare loop reads no
+ * values, where the JSONL loop's JSON.parse does: a third loop reads them too (records put
+ * together, each row's keys and values decoded: bench/wandb.ts bareRowsLoop), the last ratio
+ * column's reference for it (for the other two, their bare loop). Every bare loop runs in a
+ * process of its own (loopInChild), timed there without Node's start, so none meets the heap an
+ * earlier one left. And against `jq -c .` where present. Several repetitions, interleaved,
+ * median and spread.
  *
  *   node dist/bench/ingest.js [--lines N] [--steps N] [--rows N] [--reps R]
  */
@@ -23,6 +25,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { appendLines, arg, bareLoop, bareLoopInPlace, BIN, jsonlLine, report, seconds, spread, verlLine, type Spread } from './common.js';
 import { bareLoop as bareFraming, barePartsLoop, bareRowsLoop, writeLong, writeVerlLike } from './wandb.js';
 
@@ -87,6 +90,29 @@ function runFile(what: string, id: string, write: (file: string, n: number) => v
   };
 }
 
+type Loop = 'bare' | 'inPlace' | 'reading';
+
+/**
+ * Runs one bare loop in a process of its own and returns its time (the loop alone, timed in that
+ * process) and what it read. Each loop meets a fresh heap, as `analyze` does: run one after another
+ * in this process, a loop ran after the 1M-line JSONL loops with the heap they left, and the W&B
+ * rows loop took 1.26-1.34 s there against 0.67-0.72 s with small inputs before it.
+ */
+function loopInChild(kind: keyof typeof INPUTS, loop: Loop, file: string, n: number): { seconds: number; read: number } {
+  const out = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--loop', kind, loop, file, String(n)], { encoding: 'utf8' });
+  if (out.status !== 0) throw new Error(`${kind}: the ${loop} loop failed: ${out.stderr}`);
+  return JSON.parse(out.stdout) as { seconds: number; read: number };
+}
+
+/** In the child loopInChild starts: the loop, timed, and a line of JSON. */
+async function runLoop(kind: keyof typeof INPUTS, loop: Loop, file: string, n: number): Promise<void> {
+  const input = INPUTS[kind];
+  const t = process.hrtime.bigint();
+  const read =
+    loop === 'bare' ? await input.bare(file, n) : loop === 'inPlace' ? input.bareInPlace(file, n) : (input.bareReading?.run(file) ?? -1);
+  process.stdout.write(`${JSON.stringify({ seconds: seconds(t), read })}\n`);
+}
+
 async function measure(
   kind: keyof typeof INPUTS,
   n: number,
@@ -100,21 +126,18 @@ async function measure(
   const bytes = statSync(file).size;
   const times: Record<string, number[]> = { bare: [], inPlace: [], reading: [], barwatch: [], jq: [] };
   for (let r = 0; r < reps; r++) {
-    let t = process.hrtime.bigint();
-    const read = await input.bare(file, n);
-    times['bare']!.push(seconds(t));
-    if (read !== n) throw new Error(`${kind}: the bare loop read ${read} of ${n}`);
-    t = process.hrtime.bigint();
-    const readInPlace = input.bareInPlace(file, n);
-    times['inPlace']!.push(seconds(t));
-    if (readInPlace !== n) throw new Error(`${kind}: the bare loop in one buffer read ${readInPlace} of ${n}`);
+    const bare = loopInChild(kind, 'bare', file, n);
+    times['bare']!.push(bare.seconds);
+    if (bare.read !== n) throw new Error(`${kind}: the bare loop read ${bare.read} of ${n}`);
+    const inPlace = loopInChild(kind, 'inPlace', file, n);
+    times['inPlace']!.push(inPlace.seconds);
+    if (inPlace.read !== n) throw new Error(`${kind}: the bare loop in one buffer read ${inPlace.read} of ${n}`);
     if (input.bareReading !== undefined) {
-      t = process.hrtime.bigint();
-      const rows = input.bareReading.run(file);
-      times['reading']!.push(seconds(t));
-      if (rows !== n) throw new Error(`${kind}: the bare loop reading values read ${rows} of ${n}`);
+      const reading = loopInChild(kind, 'reading', file, n);
+      times['reading']!.push(reading.seconds);
+      if (reading.read !== n) throw new Error(`${kind}: the bare loop reading values read ${reading.read} of ${n}`);
     }
-    t = process.hrtime.bigint();
+    let t = process.hrtime.bigint();
     const steps = analyzeSteps(run);
     times['barwatch']!.push(seconds(t));
     if (steps !== n) throw new Error(`${kind}: analyze read ${steps} steps of ${n}`);
@@ -180,4 +203,11 @@ export async function main(): Promise<void> {
   }
 }
 
-if (process.argv[1]?.endsWith('ingest.js')) await main();
+if (process.argv[1]?.endsWith('ingest.js')) {
+  const at = process.argv.indexOf('--loop');
+  if (at === -1) await main();
+  else {
+    const [kind, loop, file, n] = process.argv.slice(at + 1);
+    await runLoop(kind as keyof typeof INPUTS, loop as Loop, file!, Number(n));
+  }
+}
