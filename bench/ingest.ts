@@ -113,12 +113,7 @@ async function runLoop(kind: keyof typeof INPUTS, loop: Loop, file: string, n: n
   process.stdout.write(`${JSON.stringify({ seconds: seconds(t), read })}\n`);
 }
 
-async function measure(
-  kind: keyof typeof INPUTS,
-  n: number,
-  reps: number,
-  dir: string,
-): Promise<{ rows: string[][]; data: Record<string, unknown> }> {
+function measure(kind: keyof typeof INPUTS, n: number, reps: number, dir: string): { rows: string[][]; data: Record<string, unknown> } {
   const input = INPUTS[kind];
   const run = path.join(dir, kind);
   const file = path.join(run, input.file);
@@ -172,17 +167,17 @@ async function measure(
   return { rows, data: { kind, lines: n, bytes, reps, seconds: times } };
 }
 
-export async function main(): Promise<void> {
+export function main(): void {
   const lines = arg('lines', 1_000_000, 100_000);
   const steps = arg('steps', 200_000, 20_000);
   const rows = arg('rows', 30_000, 10_000);
   const reps = arg('reps', 3, 1);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-bench-'));
   try {
-    const a = await measure('jsonl', lines, reps, dir);
-    const b = await measure('text', steps, reps, dir);
-    const c = await measure('wandb', rows, reps, dir);
-    const d = await measure('wandbVerl', rows, reps, dir);
+    const a = measure('jsonl', lines, reps, dir);
+    const b = measure('text', steps, reps, dir);
+    const c = measure('wandb', rows, reps, dir);
+    const d = measure('wandbVerl', rows, reps, dir);
     report(
       'ingest',
       `Ingest of ${lines} JSONL lines, ${steps} verl steps and ${rows} W&B rows (two files), ${reps} repetitions, median (min-max); ratio = bare loop time / reader time`,
@@ -205,7 +200,7 @@ export async function main(): Promise<void> {
 
 if (process.argv[1]?.endsWith('ingest.js')) {
   const at = process.argv.indexOf('--loop');
-  if (at === -1) await main();
+  if (at === -1) main();
   else {
     const [kind, loop, file, n] = process.argv.slice(at + 1);
     await runLoop(kind as keyof typeof INPUTS, loop as Loop, file!, Number(n));
