@@ -3,7 +3,6 @@ import { Option, type Command } from 'commander';
 import { analyzePaths, InputError } from '../pipeline/analyze.js';
 import { analyzeDocument } from '../report/json.js';
 import { renderText } from '../report/text.js';
-import { keepFreedMemory } from '../util/allocator.js';
 import { colours, createLogger, silentLogger } from '../util/log.js';
 import { ProgressLine } from '../util/progress.js';
 import { EXIT, fail } from './common.js';
@@ -25,7 +24,6 @@ export function registerAnalyze(program: Command): void {
         paths: string[],
         opts: { config?: string; format: 'text' | 'json'; quiet?: boolean; verbose?: boolean; strict?: boolean; color: boolean },
       ) => {
-        keepFreedMemory();
         if (!opts.color) process.env['NO_COLOR'] = '1';
         const where = setup(opts);
         const config = where.config;

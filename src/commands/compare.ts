@@ -7,7 +7,6 @@
 import { Option, type Command } from 'commander';
 import { analyzePaths, InputError } from '../pipeline/analyze.js';
 import { compare, targetsOf, type Comparison, type Criterion } from '../pipeline/compare.js';
-import { keepFreedMemory } from '../util/allocator.js';
 import { silentLogger } from '../util/log.js';
 import { EXIT, fail } from './common.js';
 import { setup } from './setup.js';
@@ -69,7 +68,6 @@ export function registerCompare(program: Command): void {
         after: string,
         opts: { beforeRound?: string; afterRound?: string; config?: string; format: 'text' | 'json' },
       ) => {
-        keepFreedMemory();
         const where = setup(opts);
         const config = where.config;
         if (where.configFile !== null && opts.config === undefined) process.stderr.write(`barwatch: config ${where.configFile}\n`);
