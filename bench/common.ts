@@ -1,5 +1,5 @@
 /** What every benchmark shares: arguments, repetitions, medians, tables and the results folder. */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   appendFileSync,
   closeSync,
@@ -22,6 +22,21 @@ import { spawnWatch } from '../test/helpers/watch-child.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(REPO, 'bin', 'barwatch.js');
+
+/**
+ * What BIN starts from. A checkout whose bundle is older than its compiled modules (`npx tsc`
+ * without `node dist/scripts/bundle.js`) runs the ~300 modules, which start about 0.2 s later and
+ * fault in more memory: session 30 timed that for an hour and took it for the machine. Every
+ * benchmark refuses to time it (`--any-build` to time it all the same).
+ */
+export function startsFrom(): string {
+  const out = spawnSync(process.execPath, [BIN, '--version'], { env: { ...process.env, BARWATCH_START_INFO: '1' }, encoding: 'utf8' });
+  return /^barwatch: started from (.*)$/m.exec(out.stderr)?.[1] ?? `no start line (exit ${out.status}): ${out.stderr.trim()}`;
+}
+
+const FROM = startsFrom();
+if (!/barwatch\.cjs \(code cache used\)$/.test(FROM) && !process.argv.includes('--any-build'))
+  throw new Error(`barwatch starts from ${FROM}, not from its bundle with its code cache: run \`npm run build\` first`);
 
 /** `--quick` (also `npm run bench -- --quick`): every benchmark at a small size (about 100 s in all on 2 cores). */
 export const QUICK = process.argv.includes('--quick');

@@ -37,28 +37,7 @@ function tell(what) {
   if (process.env.BARWATCH_START_INFO === '1') process.stderr.write(`barwatch: ${what}\n`);
 }
 
-/**
- * Freed memory kept for reuse in a one-shot pass (`analyze`, `compare`). glibc hands freed heap
- * back to the kernel once more than its trim threshold is free at the top (128 KiB at first) and
- * serves blocks past its mmap threshold from fresh mappings; every page given back is faulted in
- * again at its next use (`analyze` of a 30,000-row W&B file: 36,000-40,000 page faults, about
- * 10 µs each on the machines we measure). Freeing one mapped block raises both thresholds to its
- * size (glibc's dynamic threshold, at most 32 MiB; the trim threshold to twice that), as
- * MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ would, which glibc reads only before a process
- * starts. The block is never touched (a fresh mapping is zero: calloc does not write it) and is
- * freed at the first collection. Made here, before the bundle loads: V8 counts it against its
- * external memory and collects early, which costs nothing on the small heap of this moment and
- * 15-20 ms once the bundle is in (BENCHMARKS.md, session 30). Other allocators ignore it. Not for
- * the daemon: it would keep up to 62 MiB of freed heap for its life.
- */
-function keepFreedMemory() {
-  const command = process.argv[2];
-  // Just under 32 MiB: a larger block leaves the thresholds where they are.
-  if (command === 'analyze' || command === 'compare') void new ArrayBuffer(31 * 1024 * 1024);
-}
-
 async function start() {
-  keepFreedMemory();
   if (!existsSync(cli)) {
     process.stderr.write('barwatch: not built yet (no dist/): run `npm run build` in this checkout first\n');
     process.exit(2);
