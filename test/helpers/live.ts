@@ -97,9 +97,9 @@ export function quietKey(run: string, detector: string, round: number | null, st
 }
 
 /**
- * How closely the steps live must match analyze's (see liveEqualsAnalyze): 'same', or for a
- * finding that first held when its run paused (the keys watchWhileWriting returns as `quiet`) an
- * earlier step than analyze's.
+ * How closely the steps live must match analyze's (see liveEqualsAnalyze): 'none', or the same
+ * step, but for a finding that first held when its run paused (the keys watchWhileWriting returns
+ * as `quiet`), an earlier one.
  */
 export type StepCheck = 'none' | { quiet: Set<string> };
 
