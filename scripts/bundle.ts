@@ -21,6 +21,8 @@ import { exitRecord, historyRecord, runRecord, WandbWriter } from '../src/sim/wa
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const outdir = path.join(root, 'dist', 'bundle');
 const outfile = path.join(outdir, 'barwatch.cjs');
+/** The decode thread's module beside it (CommonJS: see sources/decode-ahead.ts). */
+const WORKER = 'decode-worker.cjs';
 
 /**
  * zod re-exports its ~50 locales as one namespace, which keeps all of them (350 KB) in the bundle;
@@ -59,6 +61,12 @@ const commanderSpawnsLazily: Plugin = {
   },
 };
 
+/** import.meta.url (package-root.ts, lazy.ts) made a CommonJS file's own place. */
+const OWN_URL = {
+  banner: { js: "const __barwatchModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  define: { 'import.meta.url': '__barwatchModuleUrl' },
+};
+
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   entryPoints: [path.join(root, 'dist', 'src', 'cli.js')],
@@ -69,9 +77,8 @@ const result = await build({
   target: 'node20',
   outfile,
   external: ['@resvg/resvg-js'],
-  // import.meta.url (package-root.ts, lazy.ts) is the bundle's own place.
-  banner: { js: "const __barwatchModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
-  define: { 'import.meta.url': '__barwatchModuleUrl' },
+  banner: OWN_URL.banner,
+  define: { ...OWN_URL.define, __barwatchDecodeWorker: JSON.stringify(`./${WORKER}`) },
   plugins: [englishOnly, commanderSpawnsLazily],
   // Without comments and indentation (a third smaller: less to read, hash and scan at each
   // start, and ASCII only, so V8 holds the source in one byte a character), with a source map
@@ -84,15 +91,17 @@ const result = await build({
 if (readFileSync(outfile).some((b) => b > 0x7f)) throw new Error('bundle: barwatch.cjs holds a character past ASCII');
 if (process.argv.includes('--meta')) console.log(await analyzeMetafile(result.metafile));
 // The decode thread's module, beside the bundle as dist/src/sources/decode-worker.js is beside
-// decode-ahead.js (a worker starts from a file of its own; an ES module, so import.meta.url is its own).
+// decode-ahead.js (a worker starts from a file of its own). CommonJS, as the bundle is, with
+// import.meta.url made its own place the same way.
 await build({
   entryPoints: [path.join(root, 'dist', 'src', 'sources', 'decode-worker.js')],
   bundle: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  outfile: path.join(outdir, 'decode-worker.js'),
+  outfile: path.join(outdir, WORKER),
   external: ['@resvg/resvg-js'],
+  ...OWN_URL,
   plugins: [englishOnly],
   minifyWhitespace: true,
   sourcemap: 'linked',

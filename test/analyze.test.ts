@@ -1,10 +1,12 @@
 /** `barwatch analyze`: the JSON document of SPEC 5, the text report and the exit statuses. */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { analyzeJson, barwatch, type AnalyzeDoc } from './helpers/cli.js';
-import { tempDir } from './helpers/fs.js';
+import { BIN, tempDir } from './helpers/fs.js';
 import { writeRun } from './helpers/run.js';
 import { normal, rng } from '../src/sim/random.js';
 
@@ -128,6 +130,24 @@ describe('barwatch analyze', () => {
     const badConfig = barwatch(['analyze', empty, '--config', path.join(empty, 'missing.yaml')]);
     assert.equal(badConfig.status, 2);
     assert.match(badConfig.stderr, /missing\.yaml: cannot read the file \(ENOENT\)/);
+  });
+
+  test('a report larger than a pipe holds reaches a reader that is slow to read it whole before the process exits', async () => {
+    // analyze ends by process.exit once stdout has taken the report (no heap teardown): a reader
+    // that reads nothing for a while fills the pipe (64 KiB), and the rest must still arrive.
+    const root = tempDir();
+    for (let i = 0; i < 40; i++) writeRun(path.join(root, `run-${String(i).padStart(2, '0')}`), 2, 30);
+    const child = spawn(process.execPath, [BIN, 'analyze', root, '--format', 'json']);
+    child.stdout.pause();
+    await sleep(1000);
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    child.stdout.resume();
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.ok(out.length > 256 << 10, `a report of ${out.length} characters`);
+    assert.equal(status, 0);
+    const doc = JSON.parse(out) as AnalyzeDoc;
+    assert.equal(doc.runs.length, 40);
   });
 
   test('malformed lines are counted per file and reported, and the rest is read', () => {

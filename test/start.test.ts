@@ -73,7 +73,7 @@ describe('start-up', () => {
     w.finish();
     const report = (r: { stdout: string }): string => r.stdout.replace(/"silence_s": ?\d+/g, '');
     const bundled = start(BIN, ['analyze', wb, '--format', 'json']);
-    assert.equal(bundled.decoder, path.join(REPO, 'dist', 'bundle', 'decode-worker.js'));
+    assert.equal(bundled.decoder, path.join(REPO, 'dist', 'bundle', 'decode-worker.cjs'));
     assert.match(bundled.stdout, /"steps": 8000/);
     const dir = copyProgram();
     const old = new Date(Date.now() - 3600_000);

@@ -23,6 +23,8 @@ import {
   type WandbRow,
 } from '../src/parsers/wandb-log.js';
 import type { ParsedRecord } from '../src/parsers/types.js';
+import { AHEAD_FRAMINGS } from '../src/parsers/ahead.js';
+import { INPUTS } from '../src/parsers/index.js';
 import { readDecoded } from '../src/sources/decode-ahead.js';
 import { nextShare, RecordTailer } from '../src/sources/record-tailer.js';
 import { DEFAULTS } from './helpers/defaults.js';
@@ -595,6 +597,12 @@ test('a backlog decoded ahead on the decode thread gives what the reading thread
   assert.ok(steps.length > 15_900 && steps.includes(31_998), 'rows after define_metric are at the declared step');
   // A part the decode thread cannot read (no such file open) is the caller's to read: null, not an error.
   assert.equal(await readDecoded('wandb', WANDB_FRAMING.ahead!, 2 ** 30, 1 << 20, 0).result, null);
+});
+
+test('the decode thread knows every framing that decodes ahead, and only those', () => {
+  const declared = INPUTS.filter((i) => i.framing?.ahead !== undefined).map((i) => [i.id, i.framing!.ahead]);
+  assert.ok(declared.length > 0);
+  assert.deepEqual(Object.entries(AHEAD_FRAMINGS), declared);
 });
 
 test('rows the decode thread leaves past its share are decoded by the parser: any share gives what the parser gives alone', () => {

@@ -5,7 +5,7 @@ import { analyzeDocument } from '../report/json.js';
 import { renderText } from '../report/text.js';
 import { colours, createLogger, silentLogger } from '../util/log.js';
 import { ProgressLine } from '../util/progress.js';
-import { EXIT, fail } from './common.js';
+import { EXIT, exitWhenWritten, fail } from './common.js';
 import { setup } from './setup.js';
 
 export function registerAnalyze(program: Command): void {
@@ -57,7 +57,7 @@ export function registerAnalyze(program: Command): void {
           );
         }
         const bad = result.findings.some((f) => f.severity === 'warning' || f.severity === 'critical');
-        process.exitCode = opts.strict === true && result.notRead.length > 0 ? EXIT.partial : bad ? EXIT.findings : EXIT.ok;
+        exitWhenWritten(opts.strict === true && result.notRead.length > 0 ? EXIT.partial : bad ? EXIT.findings : EXIT.ok);
       },
     );
 }

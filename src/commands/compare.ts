@@ -8,7 +8,7 @@ import { Option, type Command } from 'commander';
 import { analyzePaths, InputError } from '../pipeline/analyze.js';
 import { compare, targetsOf, type Comparison, type Criterion } from '../pipeline/compare.js';
 import { silentLogger } from '../util/log.js';
-import { EXIT, fail } from './common.js';
+import { EXIT, exitWhenWritten, fail } from './common.js';
 import { setup } from './setup.js';
 import type { Config } from '../config/load.js';
 
@@ -84,7 +84,7 @@ export function registerCompare(program: Command): void {
         const c = compare({ ...b, round: br }, { ...a, round: ar }, targetsOf(config.detectors));
         if (typeof c === 'string') fail(c);
         process.stdout.write(opts.format === 'json' ? JSON.stringify({ version: 1, ...c }, null, 2) + '\n' : renderComparison(c));
-        process.exitCode = c.verdict === 'improved' ? EXIT.ok : EXIT.findings;
+        exitWhenWritten(c.verdict === 'improved' ? EXIT.ok : EXIT.findings);
       },
     );
 }

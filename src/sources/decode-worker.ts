@@ -5,7 +5,7 @@
  */
 import { readSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { inputOf } from '../parsers/index.js';
+import { AHEAD_FRAMINGS } from '../parsers/ahead.js';
 import type { AheadReply, AheadRequest } from './decode-ahead.js';
 
 const port = parentPort;
@@ -32,7 +32,7 @@ if (port !== null) {
       port.postMessage(failed);
       return;
     }
-    const { frames, decoded, transfer } = inputOf(m.kind).framing!.ahead!.decode(
+    const { frames, decoded, transfer } = AHEAD_FRAMINGS[m.kind]!.decode(
       buf.subarray(0, got),
       m.at,
       m.share,
