@@ -35,6 +35,13 @@ const BUDGET = 16 << 20;
 const AHEAD_BUDGET = 2 << 20;
 /** A backlog at least this large is read with the decode thread: below it, the thread's start costs more than it saves. */
 const AHEAD_FROM = 32 << 20;
+/**
+ * The first part of a backlog read with the decode thread, which the reading thread splits and
+ * decodes itself while the thread starts (about 45 ms): a full part (2 MiB, some 1,500 W&B rows)
+ * left the thread idle while the reading thread decoded them, at their slowest, before the
+ * optimising compiler had the decoder (BENCHMARKS.md, session 31).
+ */
+const FIRST_AHEAD_PART = 256 << 10;
 /** Reads ahead held at once over every tailer (a part each): see RecordTailer.read. */
 const MAX_AHEAD = 2;
 /** How far the decode thread's share of a part's decoding moves a part (see nextShare). */
@@ -132,11 +139,13 @@ export class RecordTailer {
       const cur = this.state;
       if (cur.corruptAt !== null || st.size <= cur.offset) return 'idle';
       const left = st.size - cur.offset;
-      if (!this.decoding && left >= AHEAD_FROM && this.framing.ahead !== undefined && this.kind !== null) {
+      const starting = !this.decoding && left >= AHEAD_FROM && this.framing.ahead !== undefined && this.kind !== null;
+      if (starting) {
         this.decoding = true;
         startDecodeThread();
       }
-      const budget = this.decoding ? AHEAD_BUDGET : BUDGET;
+      const parts = this.decoding ? AHEAD_BUDGET : BUDGET;
+      const budget = starting ? FIRST_AHEAD_PART : parts;
       let want = Math.min(left, budget);
       let buf: Buffer;
       let got: number;
@@ -161,7 +170,7 @@ export class RecordTailer {
       const more = f.corruptAt === null && f.consumed > 0 && st.size - next >= this.framing.minBytes && got === want && want >= budget;
       // A backlog: the next part is read (by the thread pool) while this one is handed over.
       if (more) {
-        this.readAhead(fh, next, Math.min(st.size - next, budget), st);
+        this.readAhead(fh, next, Math.min(st.size - next, parts), st);
         closeLater = true;
       }
       if (f.records.length > 0 || f.badData > 0) deliver(f.records, f.badData, f.ahead);
