@@ -726,10 +726,17 @@ export interface AheadRows {
 /**
  * The first `share` (0 to 1) of `records` decoded by decodeRow with `keys`, the rest NOT_TRIED:
  * the decode thread's work on a part, the rest the reading thread's (see RecordTailer's share).
+ * `items`: arrays to decode into, used again from part to part (what is handed back is a copy).
  */
-export function decodeRows(records: readonly Uint8Array[], keys: KeyCache, share: number, hurry?: () => boolean): AheadRows {
+export function decodeRows(
+  records: readonly Uint8Array[],
+  keys: KeyCache,
+  share: number,
+  hurry?: () => boolean,
+  items = new RowItems(),
+): AheadRows {
   const known = keys.strs.length;
-  const items = new RowItems();
+  items.n = 0;
   const n = records.length;
   let upTo = Math.min(n, Math.ceil(share * n));
   const from = new Int32Array(n);
@@ -756,8 +763,9 @@ export function decodeRows(records: readonly Uint8Array[], keys: KeyCache, share
 /** Records decoded between two looks at whether the reading thread waits for the part (a power of two). */
 const HURRY_EVERY = 16;
 
-/** The decode thread's keys (one cache a thread, kept from part to part and file to file). */
+/** The decode thread's keys (one cache a thread, kept from part to part and file to file), and the arrays it decodes rows into. */
 let aheadKeys: KeyCache | null = null;
+let aheadItems: RowItems | null = null;
 /** On the reading thread: the decode thread's keys by id, as its parts arrive (see AheadFraming.receive). */
 const aheadStrs: string[] = [];
 
@@ -771,7 +779,7 @@ export const WANDB_FRAMING: Framing = {
   ahead: {
     decode(buf, at, share, hurry) {
       const frames = WANDB_FRAMING.split(buf, at);
-      const decoded = decodeRows(frames.records, (aheadKeys ??= new KeyCache()), share, hurry);
+      const decoded = decodeRows(frames.records, (aheadKeys ??= new KeyCache()), share, hurry, (aheadItems ??= new RowItems()));
       return { frames, decoded, transfer: [decoded.ids.buffer, decoded.vals.buffer, decoded.from.buffer, decoded.to.buffer] };
     },
     receive(decoded) {
