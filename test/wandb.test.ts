@@ -599,6 +599,25 @@ test('a backlog decoded ahead on the decode thread gives what the reading thread
   assert.equal(await readDecoded('wandb', WANDB_FRAMING.ahead!, 2 ** 30, 1 << 20, 0).result, null);
 });
 
+test("the key cache keeps a copy of a key's bytes: not the read they came from, which Node may hand out again", () => {
+  const keys = new KeyCache();
+  // A small read comes from Node's shared buffer pool, whose memory later reads use again.
+  const read = Buffer.allocUnsafe(64);
+  read.write('actor/entropy', 8, 'latin1');
+  const id = keys.idAt(0, read, 8, 21);
+  assert.equal(keys.strs[id], 'actor/entropy');
+  // The same memory, holding another key of the same length at the same place.
+  read.write('actor/kl_loss', 8, 'latin1');
+  assert.equal(keys.cached(0, read, 8, 21), -1, 'not taken for the key read before');
+  assert.equal(keys.strs[keys.idAt(0, read, 8, 21)], 'actor/kl_loss');
+  // A key read from a large part holds its own few bytes, not the part's memory.
+  const part = Buffer.allocUnsafe(1 << 20);
+  part.write('critic/score/mean', 100, 'latin1');
+  const score = keys.idAt(1, part, 100, 117);
+  part.fill(0);
+  assert.equal(keys.cached(1, Buffer.from('critic/score/mean', 'latin1'), 0, 17), score, 'its own bytes, not the part zeroed since');
+});
+
 test('the decode thread knows every framing that decodes ahead, and only those', () => {
   const declared = INPUTS.filter((i) => i.framing?.ahead !== undefined).map((i) => [i.id, i.framing!.ahead]);
   assert.ok(declared.length > 0);

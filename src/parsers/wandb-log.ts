@@ -316,7 +316,9 @@ export class KeyCache {
       this.idOf.set(s, id);
     }
     if (i < 4096) {
-      this.bytes[i] = b.slice(start, end);
+      // A copy: Buffer's slice is a view, which would keep the whole read (up to 16 MiB) alive for
+      // a key's few bytes, and see other bytes once Node's buffer pool hands that memory out again.
+      this.bytes[i] = Uint8Array.prototype.slice.call(b, start, end);
       this.ids[i] = id;
     }
     return id;
