@@ -78,7 +78,10 @@ export async function analyzePaths(
     );
   }
   const engine = new DetectorEngine(config.detectors);
-  const pipeline = new Pipeline({ parser: config.parser, tail: config.tail, stats: config.stats, now, log, engine });
+  // Lines are read with synchronous reads, as the daemon reads local files: one pass has nothing to
+  // do while a read is under way, and a read through the thread pool left the thread idle between
+  // 256 KiB chunks (88 ms of a 1M-line file's 1.3 s; BENCHMARKS.md, session 32).
+  const pipeline = new Pipeline({ parser: config.parser, tail: { ...config.tail, sync: true }, stats: config.stats, now, log, engine });
   // Every file is known before the first is read, so each run is read in the order training
   // wrote it (earlier rounds first, Pipeline.readEarlierRounds), as watch reads it.
   for (const f of found.files) pipeline.track(f.file, f.kind, f.place);
