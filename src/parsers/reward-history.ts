@@ -4,6 +4,7 @@
  * (verl's file logger, see verl-jsonl.ts). The parser reports which of the two the file is.
  */
 import { JsonNumberReader, parseJsonLenient } from './json.js';
+import { JSON_LINES_AHEAD } from './json-lines-ahead.js';
 import { Flattener, ListedRecord, toNumber } from './keys.js';
 import { unwrapVerlRecord } from './verl-jsonl.js';
 import type { Shape } from './keys.js';
@@ -86,8 +87,33 @@ class ShapedLineReader {
   private nums: number[] = [];
   private step: unknown;
   private time: unknown;
+  /** The last key list found to be the shape's keys (fromValues): the decode thread's lists are the same array every time. */
+  private matched: readonly string[] | null = null;
 
   constructor(private readonly flattener: Flattener) {}
+
+  /**
+   * The record of a line whose keys (in its order) and numbers the decode thread read
+   * (json-lines-ahead.ts), `values[from...]`: what record() gives for its text, or null where
+   * record() would give null (the parser then reads the text).
+   */
+  fromValues(keys: readonly string[], values: Float64Array, from: number): MetricRecord | null {
+    if (this.flattener.shapeNames !== this.names) this.prepare();
+    if (this.stepAt < 0) return null;
+    if (keys !== this.matched) {
+      if (keys.length !== this.keys.length || keys.some((k, i) => k !== this.keys[i])) return null;
+      this.matched = keys;
+    }
+    const at = values[from + this.stepAt]!;
+    if (!Number.isFinite(at)) return null;
+    const nums = new Array<number>(this.series.length);
+    const seriesAt = this.seriesAt;
+    for (let k = 0; k < seriesAt.length; k++) if (seriesAt[k]! >= 0) nums[seriesAt[k]!] = values[from + k]!;
+    const record = new ListedRecord(at, this.series, nums);
+    const t = this.timeAt < 0 ? undefined : parseTime(values[from + this.timeAt]);
+    if (t !== undefined) record.time = t;
+    return record;
+  }
 
   record(text: string): MetricRecord | null {
     if (this.flattener.shapeNames !== this.names) this.prepare();
@@ -178,6 +204,7 @@ class ShapedLineReader {
     let n = 0;
     this.seriesAt = this.names.map((x) => (x === null ? -1 : n++));
     this.between = [];
+    this.matched = null;
     const at = (key: string): number => this.keys.indexOf(key);
     this.stepAt = [at('step'), at('global_step'), at('_step')].find((x) => x >= 0) ?? -1;
     this.timeAt = at('time') >= 0 ? at('time') : at('timestamp');
@@ -208,6 +235,14 @@ export class RewardHistoryParser implements LineParser {
     return this.wrapped > this.plain ? 'verl-jsonl' : 'reward-history';
   }
 
+  /** A line the decode thread read (LineParser.fromValues). */
+  fromValues(keys: readonly string[], values: Float64Array, from: number): LineResult | null {
+    const r = this.shaped.fromValues(keys, values, from);
+    if (r === null) return null;
+    this.plain++;
+    return [r];
+  }
+
   line(text: string): LineResult {
     const fast = this.shaped.record(text);
     if (fast !== null) {
@@ -233,5 +268,6 @@ export const jsonlInput = defineInput({
     return t.startsWith('{"') || t.startsWith('{ "');
   },
   create: (opts) => new RewardHistoryParser(opts),
+  linesAhead: JSON_LINES_AHEAD,
   wholeRun: true,
 });

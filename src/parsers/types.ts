@@ -169,6 +169,12 @@ export interface LineParser {
   /** The format this file turned out to be (may be refined by what the lines look like). */
   format(): FormatId;
   line(text: string): LineResult;
+  /**
+   * A line whose keys and numbers the decode thread read (InputFormat.linesAhead), its values
+   * `values[from...]` in the keys' order: what line() gives for its text, or null to have line()
+   * read the text.
+   */
+  fromValues?(keys: readonly string[], values: Float64Array, from: number): LineResult | null;
   /** Records still held (a multi-line block not yet closed), emitted at end of input. */
   flush?(): ParsedRecord[];
   snapshot?(): unknown;
@@ -229,6 +235,8 @@ export interface InputFormat<Id extends string = string> {
   stream?: { firstStep(records: readonly Uint8Array[]): number | null };
   /** Files read as framed records: how the frames are split (TFRecord, W&B's LevelDB-log blocks). */
   framing?: Framing;
+  /** Files read by lines: what of a backlog's lines the decode thread reads ahead (the parser's LineParser.fromValues takes it). */
+  linesAhead?: AheadFraming;
   /** Its records span lines and end when the writer pauses (Parser.flush after parser.debug_step_gap). */
   idleFlush?: boolean;
   /**

@@ -64,6 +64,12 @@ export type AheadFrames = Frames & { buf: Buffer; got: number };
 export interface AheadPart {
   result: Promise<AheadFrames | null>;
   readonly hurry: () => void;
+  /**
+   * Whether the decode thread has handed the part back, though its message may not have been
+   * taken yet: a reader that does not yield to the event loop between parts (synchronous reads)
+   * would otherwise find every part not ready.
+   */
+  readonly done: () => boolean;
 }
 
 interface Waiting {
@@ -90,9 +96,11 @@ class DecodeThread {
   private failed = false;
   /** The id of the latest part the reading thread waits for: the decode thread leaves the rest of its decoding to it. */
   private readonly waitedFor = new Int32Array(new SharedArrayBuffer(4));
+  /** The id of the latest part the decode thread handed back. */
+  private readonly handedBack = new Int32Array(new SharedArrayBuffer(4));
 
   constructor() {
-    this.worker = new (workerThreads().Worker)(this.module, { workerData: { hurry: this.waitedFor } });
+    this.worker = new (workerThreads().Worker)(this.module, { workerData: { hurry: this.waitedFor, done: this.handedBack } });
     this.worker.on('message', (m: AheadReply) => this.reply(m));
     this.worker.on('error', () => this.fail());
     this.worker.on('exit', () => this.fail());
@@ -102,7 +110,7 @@ class DecodeThread {
   }
 
   split(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number, share: number): AheadPart {
-    if (this.failed) return { result: Promise.resolve(null), hurry: () => undefined };
+    if (this.failed) return NO_PART;
     const id = this.next++;
     const req: AheadRequest = { id, kind, fd, want, at, share };
     const result = new Promise<AheadFrames | null>((done) => {
@@ -111,7 +119,7 @@ class DecodeThread {
       if (this.waiting.size === 1) this.worker.ref();
       this.worker.postMessage(req);
     });
-    return { result, hurry: () => Atomics.store(this.waitedFor, 0, id) };
+    return { result, hurry: () => Atomics.store(this.waitedFor, 0, id), done: () => Atomics.load(this.handedBack, 0) >= id };
   }
 
   private reply(m: AheadReply): void {
@@ -148,13 +156,16 @@ class DecodeThread {
 
 let thread: DecodeThread | null = null;
 
+/** A part the decode thread will not read: the caller reads it. */
+const NO_PART: AheadPart = { result: Promise.resolve(null), hurry: () => undefined, done: () => true };
+
 /**
  * Up to `want` bytes from byte `at` of the file open as `fd` (of kind `kind`), read, split and
  * the first `share` of its records decoded on the decode thread; null when that thread is not
  * there or the read failed (then the caller reads). The caller keeps `fd` open until this settles.
  */
 export function readDecoded(kind: FileKind, ahead: AheadFraming, fd: number, want: number, at: number, share = 1): AheadPart {
-  return startDecodeThread()?.split(kind, ahead, fd, want, at, share) ?? { result: Promise.resolve(null), hurry: () => undefined };
+  return startDecodeThread()?.split(kind, ahead, fd, want, at, share) ?? NO_PART;
 }
 
 /** The decode thread, started now if it was not (it loads its modules while the reading thread goes on); null when it cannot start. */

@@ -11,6 +11,8 @@ import type { AheadReply, AheadRequest } from './decode-ahead.js';
 const port = parentPort;
 /** The id of the latest part the reading thread waits for (decode-ahead.ts: DecodeThread.hurry). */
 const waitedFor = (workerData as { hurry?: Int32Array } | null)?.hurry ?? new Int32Array(1);
+/** The id of the latest part handed back (DecodeThread.handedBack). */
+const handedBack = (workerData as { done?: Int32Array } | null)?.done ?? new Int32Array(1);
 if (port !== null) {
   port.on('message', (m: AheadRequest) => {
     const buf = Buffer.allocUnsafeSlow(m.want);
@@ -30,6 +32,7 @@ if (port !== null) {
         decoded: null,
       };
       port.postMessage(failed);
+      Atomics.store(handedBack, 0, m.id);
       return;
     }
     const { frames, decoded, transfer } = AHEAD_FRAMINGS[m.kind]!.decode(
@@ -58,5 +61,6 @@ if (port !== null) {
       decoded,
     };
     port.postMessage(reply, [buf.buffer, spans.buffer, ...transfer]);
+    Atomics.store(handedBack, 0, m.id);
   });
 }

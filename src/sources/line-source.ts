@@ -1,10 +1,10 @@
 /** A file read by lines as it grows (FileTailer): JSONL, text logs, BAR-RAG's debug logs. */
-import type { LineParser, ParsedRecord } from '../parsers/types.js';
+import type { LineParser, LineResult, ParsedRecord } from '../parsers/types.js';
 import { isMalformed } from '../parsers/types.js';
 import type { FilePlace } from './place.js';
 import { FileSource, type FileCheckpoint, type Sink, type SourceContext } from './source.js';
 import type { FileKind } from '../parsers/index.js';
-import { FileTailer, type ReadOutcome, type TailNotices } from './tailer.js';
+import { FileTailer, type ReadAhead, type ReadOutcome, type TailNotices } from './tailer.js';
 import { promises as fsp } from 'node:fs';
 
 /** Bytes of a line file's start looked at for binary content before its first read. */
@@ -46,7 +46,10 @@ export class LineSource extends FileSource<LineParser> {
 
   constructor(file: string, kind: FileKind, place: FilePlace, ctx: SourceContext, saved: FileCheckpoint | null) {
     super(file, kind, place, ctx, saved);
-    this.tailer = new FileTailer(file, ctx.tail, saved?.tail ?? null, this.notices());
+    // A backlog's lines are read on the decode thread where the format and its parser can take them.
+    const ahead =
+      this.input.linesAhead !== undefined && this.parser.fromValues !== undefined ? { kind, framing: this.input.linesAhead } : null;
+    this.tailer = new FileTailer(file, ctx.tail, saved?.tail ?? null, this.notices(), ahead);
     this.looked = (saved?.tail?.offset ?? 0) > 0;
   }
 
@@ -104,14 +107,20 @@ export class LineSource extends FileSource<LineParser> {
   async poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
     if (!this.looked) await this.lookAtHead();
     if (this.refused !== null) return 'idle';
-    return this.tailer.read((lines, endOffset) => this.apply(lines, endOffset, sink, now), maxBytes);
+    return this.tailer.read((lines, endOffset, ahead) => this.apply(lines, endOffset, sink, now, ahead), maxBytes);
   }
 
-  private apply(lines: string[], endOffset: number, sink: Sink, now: number): void {
+  private apply(lines: string[], endOffset: number, sink: Sink, now: number, ahead?: ReadAhead): void {
     const out: ParsedRecord[] = [];
-    for (const line of lines) {
+    for (let i = 0; i < lines.length; i++) {
       this.counters.lines++;
-      const r = this.parser.line(line);
+      const j = ahead === undefined ? -1 : ahead.index[i]!;
+      let r: LineResult | null = null;
+      if (j >= 0) {
+        const read = ahead!.lines;
+        r = this.parser.fromValues!(read.keys[read.ids[j]!]!, read.values, read.at[j]!);
+      }
+      r ??= this.parser.line(j >= 0 ? ahead!.text(i) : lines[i]!);
       if (isMalformed(r)) {
         this.malformed(r.error, endOffset);
         continue;

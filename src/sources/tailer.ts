@@ -12,7 +12,12 @@
  */
 import { promises as fsp, readSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import type { AheadLines } from '../parsers/json-lines-ahead.js';
+import type { FileKind } from '../parsers/index.js';
+import type { AheadFraming } from '../parsers/types.js';
 import { nodeCrypto } from '../util/lazy.js';
+import { readDecoded, startDecodeThread, type AheadFrames } from './decode-ahead.js';
+import { nextShare } from './record-tailer.js';
 
 export interface TailCheckpoint {
   dev: number;
@@ -43,9 +48,15 @@ export interface TailOptions {
   trustEvents?: boolean;
   /** Bytes read per poll before yielding to other files (default 16 MiB). */
   maxBytesPerRead?: number;
+  /** A backlog at least this large is read with the decode thread where the format has linesAhead (default 32 MiB; tests set less). */
+  aheadFrom?: number;
+  /** Bytes of a part read on the decode thread (default 512 KiB; tests set less). */
+  aheadPart?: number;
 }
 
 const CHUNK_BYTES = 1 << 18;
+/** Lines handed over at once, at most. */
+const BATCH_LINES = 2048;
 const MAX_BYTES_PER_READ = 16 << 20;
 
 export interface TailNotices {
@@ -55,8 +66,48 @@ export interface TailNotices {
   longLine?(info: { offset: number; bytes: number }): void;
 }
 
-/** Lines, oldest first, and the offset after the last of them. */
-export type Deliver = (lines: string[], endOffset: number) => void;
+/**
+ * Lines, oldest first, and the offset after the last of them; `ahead`: which of them the decode
+ * thread read (their text is then left undecoded: ReadAhead.text).
+ */
+export type Deliver = (lines: string[], endOffset: number, ahead?: ReadAhead) => void;
+
+/**
+ * The lines of a batch that the decode thread read (a tailer given LinesAhead): line i of the batch is
+ * `lines`' line index[i] (-1: not read there, its text is in the batch), and text(i) decodes its
+ * text where the parser wants it after all.
+ */
+export interface ReadAhead {
+  lines: AheadLines;
+  index: readonly number[];
+  text(i: number): string;
+}
+
+/** A backlog's lines read ahead on the decode thread: which format's reading, and the file's kind for the thread. */
+export interface LinesAhead {
+  kind: FileKind;
+  framing: AheadFraming;
+}
+
+/** A backlog at least this large is read in parts with the decode thread (record-tailer.ts has the same). */
+const AHEAD_FROM = 32 << 20;
+/**
+ * The size of a part the decode thread reads and splits: small parts keep both threads busy (the
+ * reading thread takes over the lines of a part that is not ready). 2 MiB, 1 MiB, 512 KiB, 256 KiB
+ * and 128 KiB measured: 512 KiB and 256 KiB best (BENCHMARKS.md, session 32).
+ */
+const AHEAD_PART = 512 << 10;
+/** Parts held at once over every tailer: the oldest past this is dropped (memory, with many backlogs). */
+const MAX_AHEAD = 2;
+
+/** A part of the backlog being read on the decode thread while the part before it is handed over. */
+interface Part {
+  offset: number;
+  result: Promise<AheadFrames | null>;
+  hurry: () => void;
+  /** Whether the decode thread is done with it (AheadPart.done: a synchronous reader never sees its message before it waits). */
+  done: () => boolean;
+}
 
 export type ReadOutcome = 'idle' | 'more' | 'gone';
 
@@ -135,12 +186,24 @@ export class FileTailer {
   private readonly io: FileIo;
   /** A read of the open file may skip the stat of its path while no event made it suspect (TailOptions.trustEvents). */
   private readonly trustEvents: boolean;
+  /** Reading a backlog of at least AHEAD_FROM bytes in parts read on the decode thread (`ahead`). */
+  private decoding = false;
+  /** The decode thread's share of a part's lines (record-tailer.ts nextShare). */
+  private share = 1;
+  /** The next part, being read on the decode thread. */
+  private part: Part | null = null;
+  /** The latest part's read, even one dropped: the file stays open until it is done (the thread reads its descriptor). */
+  private reading: Promise<unknown> = Promise.resolve();
+  /** The tailers holding a part, oldest first. */
+  private static readonly holding = new Set<FileTailer>();
 
   constructor(
     readonly file: string,
     private readonly opts: TailOptions,
     saved: TailCheckpoint | null = null,
     private readonly notices: TailNotices = {},
+    /** What the decode thread reads of a backlog's lines; null: every line is read here. */
+    private readonly ahead: LinesAhead | null = null,
   ) {
     this.saved = saved;
     this.io = opts.sync === true ? SYNC_IO : ASYNC_IO;
@@ -218,10 +281,19 @@ export class FileTailer {
   async close(): Promise<void> {
     const fh = this.fh;
     this.fh = null;
-    if (fh !== null) await fh.close().catch(() => undefined);
+    this.dropPart();
+    if (fh === null) return;
+    await this.reading;
+    await fh.close().catch(() => undefined);
+  }
+
+  private dropPart(): void {
+    this.part = null;
+    FileTailer.holding.delete(this);
   }
 
   private reset(): void {
+    this.dropPart();
     this.offset = 0;
     this.readPos = 0;
     this.pending = [];
@@ -323,33 +395,91 @@ export class FileTailer {
   ): Promise<ReadOutcome | 'truncated' | 'rewritten'> {
     const fh = this.fh;
     if (fh === null) return 'idle';
+    if (!this.decoding && this.ahead !== null && size !== Infinity && size - this.readPos >= (this.opts.aheadFrom ?? AHEAD_FROM)) {
+      this.decoding = true;
+      startDecodeThread();
+    }
     const buf = takeChunk(this.opts.chunkBytes ?? CHUNK_BYTES);
     try {
       let readThisCall = 0;
       let check = verify && this.tailLen > 0 ? this.tailLen : 0;
       for (;;) {
-        if (this.readPos >= size) return 'idle';
-        const at = this.readPos - check;
-        const got = await this.io.read(fh, buf, buf.length, at);
+        if (this.readPos >= size) return this.backlogRead('idle');
+        const part = await this.takePart(size);
+        if (part !== null && check > 0) {
+          // The bytes before the part compared, as a read from `check` bytes early would.
+          const head = Buffer.allocUnsafe(check);
+          if ((await this.io.read(fh, head, check, this.readPos - check)) < check) return 'truncated';
+          if (head.compare(this.tail, 0, check, 0, check) !== 0) return 'rewritten';
+          check = 0;
+        }
+        const data = part?.buf ?? buf;
+        const got = part?.got ?? (await this.io.read(fh, buf, buf.length, this.readPos - check));
         if (check > 0) {
           if (got < check) return 'truncated';
           if (buf.compare(this.tail, 0, check, 0, check) !== 0) return 'rewritten';
         }
         const bytesRead = got - check;
-        if (bytesRead <= 0) return 'idle';
+        if (bytesRead <= 0) return this.backlogRead('idle');
         const base = this.readPos;
         this.readPos += bytesRead;
         readThisCall += bytesRead;
-        this.keepTail(buf, check, got);
-        this.consume(check > 0 ? buf.subarray(check, got) : buf, bytesRead, base, deliver);
+        this.keepTail(data, check, got);
+        // A backlog: the next part is read on the decode thread while this one is handed over.
+        if (this.decoding && size !== Infinity) this.readAhead(fh, size);
+        this.consume(
+          check > 0 ? data.subarray(check, got) : data,
+          bytesRead,
+          base,
+          deliver,
+          (part?.ahead as AheadLines | undefined) ?? null,
+        );
         check = 0;
         if (readThisCall >= budget) return 'more';
         // A regular file reads short only at its end.
-        if (size === Infinity && got < buf.length) return 'idle';
+        if (size === Infinity && got < data.length) return this.backlogRead('idle');
       }
     } finally {
       giveChunk(buf);
     }
+  }
+
+  /** The backlog read to its end: a later one starts with the decode thread again only if it is large. */
+  private backlogRead(out: 'idle'): 'idle' {
+    this.decoding = false;
+    return out;
+  }
+
+  /** Starts reading the part from readPos on the decode thread, unless one is under way or little is left. */
+  private readAhead(fh: fsp.FileHandle, size: number): void {
+    const left = size - this.readPos;
+    if (this.part !== null || this.ahead === null || left <= (this.opts.chunkBytes ?? CHUNK_BYTES)) return;
+    const holding = FileTailer.holding;
+    if (holding.size >= MAX_AHEAD) holding.values().next().value!.dropPart();
+    const p = readDecoded(
+      this.ahead.kind,
+      this.ahead.framing,
+      fh.fd,
+      Math.min(left, this.opts.aheadPart ?? AHEAD_PART),
+      this.readPos,
+      this.share,
+    );
+    this.part = { offset: this.readPos, result: p.result, hurry: p.hurry, done: p.done };
+    this.reading = p.result;
+    holding.add(this);
+  }
+
+  /** The part read ahead, when it starts at readPos and what it read is still in the file; null: read here. */
+  private async takePart(size: number): Promise<AheadFrames | null> {
+    const p = this.part;
+    if (p === null || p.offset !== this.readPos) return null;
+    this.dropPart();
+    const done = p.done();
+    this.share = nextShare(this.share, !done);
+    if (!done) p.hurry();
+    const f = await p.result;
+    // The file was cut while the part was read (a later read sees the rest): read again here.
+    return f === null || f.got === 0 || p.offset + f.got > size ? null : f;
   }
 
   /** Keeps the last TAIL_BYTES bytes read so far (buf[from, to) was just read, ending at readPos). */
@@ -367,13 +497,30 @@ export class FileTailer {
     this.tailLen = keepOld + n;
   }
 
-  /** Splits one chunk into lines; `base` is the file offset of chunk[0]. */
-  private consume(chunk: Buffer, len: number, base: number, deliver: Deliver): void {
-    const lines: string[] = [];
+  /**
+   * Splits one chunk into lines; `base` is the file offset of chunk[0]. `read`: what the decode
+   * thread read of the lines after the chunk's first newline (a part read ahead).
+   */
+  private consume(chunk: Buffer, len: number, base: number, deliver: Deliver, read: AheadLines | null = null): void {
+    let lines: string[] = [];
     const max = this.opts.maxLineBytes;
     let start = 0;
     let lineStart = this.offset;
-    for (let nl = chunk.indexOf(10, start); nl !== -1 && nl < len; nl = chunk.indexOf(10, start)) {
+    // With `read`: each line's place among the lines read there (-1: not), and the newlines found there.
+    let index: number[] = [];
+    const newlines = read?.newlines;
+    const hand = (): void => {
+      const ids = index;
+      const ahead: ReadAhead | undefined =
+        read === null
+          ? undefined
+          : { lines: read, index: ids, text: (i) => decode(chunk, newlines![ids[i]!]! + 1, newlines![ids[i]! + 1]) };
+      deliver(lines, lineStart, ahead);
+      this.offset = lineStart;
+    };
+    let nth = 0;
+    const next = (): number => (newlines === undefined ? chunk.indexOf(10, start) : nth < newlines.length ? newlines[nth]! : -1);
+    for (let nl = next(); nl !== -1 && nl < len; nth++, nl = next()) {
       const lineLen = this.pendingLen + (nl - start);
       if (this.skipping || lineLen > max) {
         this.notices.longLine?.({ offset: lineStart, bytes: lineLen });
@@ -389,12 +536,26 @@ export class FileTailer {
           to = lineLen;
         }
         if (this.fp === null && lineStart === 0) this.setFingerprint(buf.subarray(from, to));
-        lines.push(decode(buf, from, to));
+        if (read === null) lines.push(decode(buf, from, to));
+        else {
+          // Read on the decode thread (not the chunk's first line, which may have begun before it):
+          // its text is decoded only if the parser asks for it.
+          const j = nth > 0 && read.ids[nth - 1]! >= 0 ? nth - 1 : -1;
+          index.push(j);
+          lines.push(j >= 0 ? '' : decode(buf, from, to));
+        }
       }
-      this.pending = [];
+      if (this.pending.length > 0) this.pending = [];
       this.pendingLen = 0;
       start = nl + 1;
       lineStart = base + start;
+      // Handed over in batches: the records of a whole part (2 MiB read ahead) held at once made
+      // every young-generation collection meanwhile copy them all.
+      if (lines.length === BATCH_LINES) {
+        hand();
+        lines = [];
+        index = [];
+      }
     }
     if (start < len) {
       if (!this.skipping) {
@@ -411,10 +572,7 @@ export class FileTailer {
         this.pendingLen += len - start;
       }
     }
-    if (lines.length > 0 || lineStart !== this.offset) {
-      deliver(lines, lineStart);
-      this.offset = lineStart;
-    }
+    if (lines.length > 0 || lineStart !== this.offset) hand();
   }
 
   private setFingerprint(firstLine: Buffer): void {
