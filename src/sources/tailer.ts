@@ -55,8 +55,6 @@ export interface TailOptions {
 }
 
 const CHUNK_BYTES = 1 << 18;
-/** Lines handed over at once, at most. */
-const BATCH_LINES = 2048;
 const MAX_BYTES_PER_READ = 16 << 20;
 
 export interface TailNotices {
@@ -502,22 +500,13 @@ export class FileTailer {
    * thread read of the lines after the chunk's first newline (a part read ahead).
    */
   private consume(chunk: Buffer, len: number, base: number, deliver: Deliver, read: AheadLines | null = null): void {
-    let lines: string[] = [];
+    const lines: string[] = [];
     const max = this.opts.maxLineBytes;
     let start = 0;
     let lineStart = this.offset;
     // With `read`: each line's place among the lines read there (-1: not), and the newlines found there.
-    let index: number[] = [];
+    const index: number[] = [];
     const newlines = read?.newlines;
-    const hand = (): void => {
-      const ids = index;
-      const ahead: ReadAhead | undefined =
-        read === null
-          ? undefined
-          : { lines: read, index: ids, text: (i) => decode(chunk, newlines![ids[i]!]! + 1, newlines![ids[i]! + 1]) };
-      deliver(lines, lineStart, ahead);
-      this.offset = lineStart;
-    };
     let nth = 0;
     const next = (): number => (newlines === undefined ? chunk.indexOf(10, start) : nth < newlines.length ? newlines[nth]! : -1);
     for (let nl = next(); nl !== -1 && nl < len; nth++, nl = next()) {
@@ -549,13 +538,6 @@ export class FileTailer {
       this.pendingLen = 0;
       start = nl + 1;
       lineStart = base + start;
-      // Handed over in batches: the records of a whole part (2 MiB read ahead) held at once made
-      // every young-generation collection meanwhile copy them all.
-      if (lines.length === BATCH_LINES) {
-        hand();
-        lines = [];
-        index = [];
-      }
     }
     if (start < len) {
       if (!this.skipping) {
@@ -572,7 +554,12 @@ export class FileTailer {
         this.pendingLen += len - start;
       }
     }
-    if (lines.length > 0 || lineStart !== this.offset) hand();
+    if (lines.length > 0 || lineStart !== this.offset) {
+      const ahead: ReadAhead | undefined =
+        read === null ? undefined : { lines: read, index, text: (i) => decode(chunk, newlines![index[i]!]! + 1, newlines![index[i]! + 1]) };
+      deliver(lines, lineStart, ahead);
+      this.offset = lineStart;
+    }
   }
 
   private setFingerprint(firstLine: Buffer): void {
