@@ -52,6 +52,8 @@ export interface TailOptions {
   aheadFrom?: number;
   /** Bytes of a part read on the decode thread (default 512 KiB; tests set less). */
   aheadPart?: number;
+  /** The cores the process must use for the decode thread to go on past its trial (default AHEAD_MIN_CORES; tests set Infinity to end it there). */
+  aheadMinCores?: number;
 }
 
 const CHUNK_BYTES = 1 << 18;
@@ -95,6 +97,16 @@ const AHEAD_FROM = 32 << 20;
  * and 128 KiB measured: 512 KiB and 256 KiB best (BENCHMARKS.md, session 32).
  */
 const AHEAD_PART = 512 << 10;
+/**
+ * The decode thread pays only with a core of its own: on a machine whose other core is busy, the
+ * two threads share one and the backlog took 14% longer than read on this thread alone (1.56 s
+ * against 1.37 s for a 1M-line file, BENCHMARKS.md session 32). So the process's CPU time over
+ * parts AHEAD_TRIAL to 2 x AHEAD_TRIAL is set against the time passed: under AHEAD_MIN_CORES cores
+ * in use (1.77-1.86 with a core free, 1.01-1.05 with the other core busy), the rest of the backlog
+ * is read here.
+ */
+const AHEAD_TRIAL = 16;
+const AHEAD_MIN_CORES = 1.4;
 /** Parts held at once over every tailer: the oldest past this is dropped (memory, with many backlogs). */
 const MAX_AHEAD = 2;
 
@@ -113,6 +125,12 @@ const FP_CAP = 1024;
 
 function sha1(buf: Buffer): string {
   return nodeCrypto().createHash('sha1').update(buf).digest('hex');
+}
+
+/** The process's CPU time so far, every thread, in ms. */
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 /** The text of buf[start, end), a CR before the newline dropped (CRLF). */
@@ -186,6 +204,10 @@ export class FileTailer {
   private readonly trustEvents: boolean;
   /** Reading a backlog of at least AHEAD_FROM bytes in parts read on the decode thread (`ahead`). */
   private decoding = false;
+  /** Set where the trial found no core for the decode thread: this backlog is read here to its end. */
+  private alone = false;
+  /** The process's CPU time and the time when this backlog's parts began, and the parts taken since (AHEAD_TRIAL). */
+  private trial = { cpu: 0, at: 0, parts: 0 };
   /** The decode thread's share of a part's lines (record-tailer.ts nextShare). */
   private share = 1;
   /** The next part, being read on the decode thread. */
@@ -393,8 +415,15 @@ export class FileTailer {
   ): Promise<ReadOutcome | 'truncated' | 'rewritten'> {
     const fh = this.fh;
     if (fh === null) return 'idle';
-    if (!this.decoding && this.ahead !== null && size !== Infinity && size - this.readPos >= (this.opts.aheadFrom ?? AHEAD_FROM)) {
+    if (
+      !this.decoding &&
+      !this.alone &&
+      this.ahead !== null &&
+      size !== Infinity &&
+      size - this.readPos >= (this.opts.aheadFrom ?? AHEAD_FROM)
+    ) {
       this.decoding = true;
+      this.trial = { cpu: cpuMs(), at: performance.now(), parts: 0 };
       startDecodeThread();
     }
     const buf = takeChunk(this.opts.chunkBytes ?? CHUNK_BYTES);
@@ -445,6 +474,7 @@ export class FileTailer {
   /** The backlog read to its end: a later one starts with the decode thread again only if it is large. */
   private backlogRead(out: 'idle'): 'idle' {
     this.decoding = false;
+    this.alone = false;
     return out;
   }
 
@@ -467,6 +497,21 @@ export class FileTailer {
     holding.add(this);
   }
 
+  /**
+   * After the decode thread's first AHEAD_TRIAL parts (its start, and the compiler's first work on
+   * both threads, which keep a core busy anyway), the CPU the process used over the next
+   * AHEAD_TRIAL: too little for two threads and the rest of the backlog is read here.
+   */
+  private judgeTrial(): void {
+    const t = this.trial;
+    t.parts++;
+    if (t.parts === AHEAD_TRIAL) this.trial = { cpu: cpuMs(), at: performance.now(), parts: t.parts };
+    else if (t.parts === 2 * AHEAD_TRIAL && (cpuMs() - t.cpu) / (performance.now() - t.at) < (this.opts.aheadMinCores ?? AHEAD_MIN_CORES)) {
+      this.decoding = false;
+      this.alone = true;
+    }
+  }
+
   /** The part read ahead, when it starts at readPos and what it read is still in the file; null: read here. */
   private async takePart(size: number): Promise<AheadFrames | null> {
     const p = this.part;
@@ -474,6 +519,7 @@ export class FileTailer {
     this.dropPart();
     const done = p.done();
     this.share = nextShare(this.share, !done);
+    this.judgeTrial();
     if (!done) p.hurry();
     const f = await p.result;
     // The file was cut while the part was read (a later read sees the rest): read again here.
