@@ -141,21 +141,24 @@ test('a backlog read with the decode thread gives every record, malformed and lo
     assert.ok((alone.counters as { malformed: number }).malformed > 50);
     assert.ok((alone.counters as { longLines: number }).longLines > 10);
     // Parts of every size against the chunks: lines cut by parts, parts of one line, a line over the limit across parts.
-    // The last: the thread's trial ends it after 32 parts (as on a machine with no core free), and the rest is read here.
-    for (const [aheadPart, chunkBytes, aheadMinCores] of [
+    // The last: the thread's trial ends it at 64 KiB (as on a machine with no core free), and the rest is read here.
+    for (const [aheadPart, chunkBytes, minCores] of [
       [4096, 1024, 0],
       [7919, 4096, 0],
       [64 << 10, 8192, 0],
       [4096, 4096, Infinity],
     ] as const) {
+      const aheadTrial = { from: 16 << 10, to: 64 << 10, minCores };
       const { read: ahead, fromValues } = await readWith(file, {
         aheadFrom: 0,
         aheadPart,
         chunkBytes,
         maxBytesPerRead: 100_000,
-        aheadMinCores,
+        aheadTrial,
       });
       assert.deepEqual(ahead, alone, `seed ${seed}, parts of ${aheadPart} bytes`);
+      // Ended at its trial: no line past the trial's 64 KiB (and the part then under way) came from the thread.
+      if (minCores === Infinity) assert.ok(fromValues < 1000, `lines taken from the thread after its trial ended it: ${fromValues}`);
       taken += fromValues;
     }
   }

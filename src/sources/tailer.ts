@@ -16,7 +16,7 @@ import type { AheadLines } from '../parsers/json-lines-ahead.js';
 import type { FileKind } from '../parsers/index.js';
 import type { AheadFraming } from '../parsers/types.js';
 import { nodeCrypto } from '../util/lazy.js';
-import { readDecoded, startDecodeThread, type AheadFrames } from './decode-ahead.js';
+import { CoreTrial, readDecoded, startDecodeThread, type AheadFrames, type TrialBounds } from './decode-ahead.js';
 import { nextShare } from './record-tailer.js';
 
 export interface TailCheckpoint {
@@ -52,8 +52,8 @@ export interface TailOptions {
   aheadFrom?: number;
   /** Bytes of a part read on the decode thread (default 512 KiB; tests set less). */
   aheadPart?: number;
-  /** The cores the process must use for the decode thread to go on past its trial (default AHEAD_MIN_CORES; tests set Infinity to end it there). */
-  aheadMinCores?: number;
+  /** The decode thread's trial (CoreTrial; tests set their own bounds). */
+  aheadTrial?: TrialBounds;
 }
 
 const CHUNK_BYTES = 1 << 18;
@@ -97,22 +97,13 @@ const AHEAD_FROM = 32 << 20;
  * and 128 KiB measured: 512 KiB and 256 KiB best (BENCHMARKS.md, session 32).
  */
 const AHEAD_PART = 512 << 10;
-/**
- * The decode thread pays only with a core of its own: on a machine whose other core is busy, the
- * two threads share one and the backlog took 14% longer than read on this thread alone (1.56 s
- * against 1.37 s for a 1M-line file, BENCHMARKS.md session 32). So the process's CPU time over
- * parts AHEAD_TRIAL to 2 x AHEAD_TRIAL is set against the time passed: under AHEAD_MIN_CORES cores
- * in use (1.77-1.86 with a core free, 1.01-1.05 with the other core busy), the rest of the backlog
- * is read here.
- */
-const AHEAD_TRIAL = 16;
-const AHEAD_MIN_CORES = 1.4;
 /** Parts held at once over every tailer: the oldest past this is dropped (memory, with many backlogs). */
 const MAX_AHEAD = 2;
 
 /** A part of the backlog being read on the decode thread while the part before it is handed over. */
 interface Part {
   offset: number;
+  want: number;
   result: Promise<AheadFrames | null>;
   hurry: () => void;
   /** Whether the decode thread is done with it (AheadPart.done: a synchronous reader never sees its message before it waits). */
@@ -125,12 +116,6 @@ const FP_CAP = 1024;
 
 function sha1(buf: Buffer): string {
   return nodeCrypto().createHash('sha1').update(buf).digest('hex');
-}
-
-/** The process's CPU time so far, every thread, in ms. */
-function cpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
 }
 
 /** The text of buf[start, end), a CR before the newline dropped (CRLF). */
@@ -206,8 +191,7 @@ export class FileTailer {
   private decoding = false;
   /** Set where the trial found no core for the decode thread: this backlog is read here to its end. */
   private alone = false;
-  /** The process's CPU time and the time when this backlog's parts began, and the parts taken since (AHEAD_TRIAL). */
-  private trial = { cpu: 0, at: 0, parts: 0 };
+  private trial = new CoreTrial();
   /** The decode thread's share of a part's lines (record-tailer.ts nextShare). */
   private share = 1;
   /** The next part, being read on the decode thread. */
@@ -423,7 +407,7 @@ export class FileTailer {
       size - this.readPos >= (this.opts.aheadFrom ?? AHEAD_FROM)
     ) {
       this.decoding = true;
-      this.trial = { cpu: cpuMs(), at: performance.now(), parts: 0 };
+      this.trial = new CoreTrial(this.opts.aheadTrial);
       startDecodeThread();
     }
     const buf = takeChunk(this.opts.chunkBytes ?? CHUNK_BYTES);
@@ -484,32 +468,11 @@ export class FileTailer {
     if (this.part !== null || this.ahead === null || left <= (this.opts.chunkBytes ?? CHUNK_BYTES)) return;
     const holding = FileTailer.holding;
     if (holding.size >= MAX_AHEAD) holding.values().next().value!.dropPart();
-    const p = readDecoded(
-      this.ahead.kind,
-      this.ahead.framing,
-      fh.fd,
-      Math.min(left, this.opts.aheadPart ?? AHEAD_PART),
-      this.readPos,
-      this.share,
-    );
-    this.part = { offset: this.readPos, result: p.result, hurry: p.hurry, done: p.done };
+    const want = Math.min(left, this.opts.aheadPart ?? AHEAD_PART);
+    const p = readDecoded(this.ahead.kind, this.ahead.framing, fh.fd, want, this.readPos, this.share);
+    this.part = { offset: this.readPos, want, result: p.result, hurry: p.hurry, done: p.done };
     this.reading = p.result;
     holding.add(this);
-  }
-
-  /**
-   * After the decode thread's first AHEAD_TRIAL parts (its start, and the compiler's first work on
-   * both threads, which keep a core busy anyway), the CPU the process used over the next
-   * AHEAD_TRIAL: too little for two threads and the rest of the backlog is read here.
-   */
-  private judgeTrial(): void {
-    const t = this.trial;
-    t.parts++;
-    if (t.parts === AHEAD_TRIAL) this.trial = { cpu: cpuMs(), at: performance.now(), parts: t.parts };
-    else if (t.parts === 2 * AHEAD_TRIAL && (cpuMs() - t.cpu) / (performance.now() - t.at) < (this.opts.aheadMinCores ?? AHEAD_MIN_CORES)) {
-      this.decoding = false;
-      this.alone = true;
-    }
   }
 
   /** The part read ahead, when it starts at readPos and what it read is still in the file; null: read here. */
@@ -519,7 +482,10 @@ export class FileTailer {
     this.dropPart();
     const done = p.done();
     this.share = nextShare(this.share, !done);
-    this.judgeTrial();
+    if (!this.trial.taken(p.want)) {
+      this.decoding = false;
+      this.alone = true;
+    }
     if (!done) p.hurry();
     const f = await p.result;
     // The file was cut while the part was read (a later read sees the rest): read again here.
