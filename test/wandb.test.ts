@@ -564,9 +564,7 @@ test('a backlog decoded ahead on the decode thread gives what the reading thread
   const read = async (ahead: boolean): Promise<Read[]> => {
     const got = files.map((): Read => ({ records: [], last: null, bad: 0, decoded: 0 }));
     const parsers = files.map(() => new WandbParser(DEFAULTS.parser));
-    // No trial (a loaded machine would end the thread's part, and this test counts the parts it read).
-    const noTrial = { from: Infinity, to: Infinity, minCores: 0 };
-    const tailers = files.map((f) => new RecordTailer(f, null, WANDB_FRAMING, {}, ahead ? 'wandb' : null, noTrial));
+    const tailers = files.map((f) => new RecordTailer(f, null, WANDB_FRAMING, {}, ahead ? 'wandb' : null));
     let open = [0, 1];
     while (open.length > 0) {
       for (const k of [...open]) {

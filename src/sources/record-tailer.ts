@@ -9,7 +9,7 @@ import { constants, promises as fsp } from 'node:fs';
 import type { FileKind } from '../parsers/index.js';
 import { MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
 import type { Frames, Framing } from '../parsers/types.js';
-import { CoreTrial, readDecoded, startDecodeThread, type TrialBounds } from './decode-ahead.js';
+import { readDecoded, startDecodeThread } from './decode-ahead.js';
 import type { ReadOutcome } from './tailer.js';
 
 export interface RecordCheckpoint {
@@ -84,9 +84,6 @@ export class RecordTailer {
   private ahead: Ahead | null = null;
   /** Reading a backlog of at least AHEAD_FROM bytes with the decode thread, in AHEAD_BUDGET parts. */
   private decoding = false;
-  /** Set where the trial found no core for the decode thread: this backlog is read here to its end. */
-  private alone = false;
-  private trial = new CoreTrial();
   /** The decode thread's share of a part's decoding (nextShare). */
   private share = 1;
   /** The tailers holding a read ahead, oldest first: a new one past MAX_AHEAD drops the oldest. */
@@ -99,8 +96,6 @@ export class RecordTailer {
     private readonly notices: RecordNotices = {},
     /** The file's format, for the decode thread (framings with `ahead`). */
     private readonly kind: FileKind | null = null,
-    /** The decode thread's trial (CoreTrial; tests set their own bounds). */
-    private readonly trialBounds?: TrialBounds,
   ) {
     this.state = saved ?? { offset: 0, dev: -1, ino: -1, corruptAt: null };
   }
@@ -116,7 +111,7 @@ export class RecordTailer {
   async read(deliver: DeliverFrames): Promise<ReadOutcome> {
     const out = await this.readPart(deliver);
     // A backlog is read with the decode thread (or without) to its end.
-    if (out !== 'more') this.decoding = this.alone = false;
+    if (out !== 'more') this.decoding = false;
     return out;
   }
 
@@ -144,10 +139,9 @@ export class RecordTailer {
       const cur = this.state;
       if (cur.corruptAt !== null || st.size <= cur.offset) return 'idle';
       const left = st.size - cur.offset;
-      const starting = !this.decoding && !this.alone && left >= AHEAD_FROM && this.framing.ahead !== undefined && this.kind !== null;
+      const starting = !this.decoding && left >= AHEAD_FROM && this.framing.ahead !== undefined && this.kind !== null;
       if (starting) {
         this.decoding = true;
-        this.trial = new CoreTrial(this.trialBounds);
         startDecodeThread();
       }
       const parts = this.decoding ? AHEAD_BUDGET : BUDGET;
@@ -240,10 +234,6 @@ export class RecordTailer {
     this.ahead = null;
     RecordTailer.holding.delete(this);
     if (a.decoded) this.share = nextShare(this.share, !a.ready);
-    if (a.decoded && !this.trial.taken(a.want)) {
-      this.decoding = false;
-      this.alone = true;
-    }
     if (!a.ready) a.hurry();
     const r = await a.result;
     if (r === null || a.offset !== offset || a.dev !== st.dev || a.ino !== st.ino || offset + r.got > st.size) return null;
