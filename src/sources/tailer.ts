@@ -416,8 +416,7 @@ export class FileTailer {
       let check = verify && this.tailLen > 0 ? this.tailLen : 0;
       for (;;) {
         if (this.readPos >= size) return this.backlogRead('idle');
-        // (No await where no part is read ahead: a followed file's every read comes here.)
-        const part = this.part === null ? null : await this.takePart(size);
+        const part = await this.takePart(size);
         if (part !== null && check > 0) {
           // The bytes before the part compared, as a read from `check` bytes early would.
           const head = Buffer.allocUnsafe(check);
