@@ -17,7 +17,7 @@
  * The lines of a part are those after its first newline: the bytes before it may continue a line
  * of the part before, which only the reading thread holds (FileTailer joins them).
  */
-import { JsonNumberReader } from './json.js';
+import { JsonNumberReader, skipSpace } from './json.js';
 import type { AheadFraming } from './types.js';
 
 /** What the decode thread read of one part's lines, as the reading thread takes it (receive). */
@@ -42,13 +42,6 @@ interface Decoded {
   ids: Int32Array;
   at: Int32Array;
   values: Float64Array;
-}
-
-/** The first position from `i` that is not JSON whitespace. */
-function skipSpace(s: string, i: number): number {
-  let c = s.charCodeAt(i);
-  while (c === 32 || c === 9 || c === 10 || c === 13) c = s.charCodeAt(++i);
-  return i;
 }
 
 /**

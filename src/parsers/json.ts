@@ -220,3 +220,10 @@ export class JsonNumberReader {
     return v;
   }
 }
+
+/** The first position from `i` that is not JSON whitespace. */
+export function skipSpace(s: string, i: number): number {
+  let c = s.charCodeAt(i);
+  while (c === 32 || c === 9 || c === 10 || c === 13) c = s.charCodeAt(++i);
+  return i;
+}

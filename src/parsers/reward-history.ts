@@ -3,7 +3,7 @@
  * under their aliases, possibly nested under `rewards`, the whole record possibly under `data`
  * (verl's file logger, see verl-jsonl.ts). The parser reports which of the two the file is.
  */
-import { JsonNumberReader, parseJsonLenient } from './json.js';
+import { JsonNumberReader, parseJsonLenient, skipSpace } from './json.js';
 import { JSON_LINES_AHEAD } from './json-lines-ahead.js';
 import { Flattener, ListedRecord, toNumber } from './keys.js';
 import { unwrapVerlRecord } from './verl-jsonl.js';
@@ -210,13 +210,6 @@ class ShapedLineReader {
     this.timeAt = at('time') >= 0 ? at('time') : at('timestamp');
     if (!this.keys.every(plainKey)) this.stepAt = -1;
   }
-}
-
-/** The first position from `i` that is not JSON whitespace. */
-function skipSpace(s: string, i: number): number {
-  let c = s.charCodeAt(i);
-  while (c === 32 || c === 9 || c === 10 || c === 13) c = s.charCodeAt(++i);
-  return i;
 }
 
 export class RewardHistoryParser implements LineParser {
