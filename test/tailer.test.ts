@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
-import { appendFileSync, writeFileSync, truncateSync, renameSync } from 'node:fs';
+import { appendFileSync, readFileSync, renameSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -84,6 +84,30 @@ describe('tailing a file written by a real writer process', () => {
 });
 
 describe('tailer edge cases', () => {
+  test("reading a log leaves its access time as it was (the watchdog's reads do not make it look read)", async (t) => {
+    const dir = tempDir();
+    const file = path.join(dir, 'reward_history.jsonl');
+    const old = new Date(Date.UTC(2020, 0, 1));
+    // An atime older than the mtime: relatime updates it at the next read.
+    const stale = (): void => {
+      writeFileSync(file, '{"step": 1}\n');
+      utimesSync(file, old, new Date());
+    };
+    stale();
+    readFileSync(file);
+    if (statSync(file).atimeMs === old.getTime()) return t.skip('this file system never updates access times (noatime)');
+    stale();
+    const tailer = new FileTailer(file, { maxLineBytes: 1 << 20 });
+    const lines: string[] = [];
+    await readAll(tailer, lines);
+    appendFileSync(file, '{"step": 2}\n');
+    utimesSync(file, old, new Date());
+    await readAll(tailer, lines);
+    await tailer.close();
+    assert.deepEqual(lines, ['{"step": 1}', '{"step": 2}']);
+    assert.equal(statSync(file).atimeMs, old.getTime());
+  });
+
   test('a partial last line waits for its newline; CRLF and invalid UTF-8 do not break lines', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'train.log');

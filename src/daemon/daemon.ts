@@ -290,11 +290,15 @@ export class Daemon {
     this.timers.push(t);
   }
 
-  private onEvent(event: WatchEvent, file: string): void {
+  private onEvent(event: WatchEvent, reported: string): void {
     const p = this.pipeline;
     if (this.stopped()) return;
-    if (event === 'renamed') p.sources.get(file)?.suspectPath();
-    if (!p.has(file)) {
+    const src = p.sources.get(reported);
+    // The pipeline's own string for the path from here on: the maps of the pipeline and the read
+    // queue, keyed by it, find it by identity instead of comparing some 80 characters in each.
+    const file = src?.file ?? reported;
+    if (event === 'renamed') src?.suspectPath();
+    if (src === undefined) {
       if (event === 'unlink') return;
       const kind = classifyFile(file);
       if (kind === null) return;

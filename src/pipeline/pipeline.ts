@@ -81,9 +81,14 @@ function sameRound(a: FilePlace, b: FilePlace): boolean {
   return a.run === b.run && a.role === b.role && a.round === b.round;
 }
 
+/** Each place's round key, made once: a key made afresh at every read was hashed and compared character by character. */
+const roundKeys = new WeakMap<FilePlace, string>();
+
 /** The key of a file's round: run, role and round (a run path never holds a NUL). */
 function roundOf(p: FilePlace): string {
-  return `${p.run}\0${p.role}\0${p.round}`;
+  let key = roundKeys.get(p);
+  if (key === undefined) roundKeys.set(p, (key = `${p.run}\0${p.role}\0${p.round}`));
+  return key;
 }
 
 export interface PipelineOptions {

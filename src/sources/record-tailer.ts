@@ -5,11 +5,12 @@
  * until it is rewritten (a new inode, or shorter than what was read). A bad data CRC skips that
  * record, counted. The file is identified by device and inode; a file that shrank was rewritten.
  */
-import { constants, promises as fsp } from 'node:fs';
+import type { promises as fsp } from 'node:fs';
 import type { FileKind } from '../parsers/index.js';
 import { MAX_RECORD_BYTES } from '../parsers/tfrecord.js';
 import type { Frames, Framing } from '../parsers/types.js';
 import { readDecoded, startDecodeThread } from './decode-ahead.js';
+import { openToRead } from './open.js';
 import type { ReadOutcome } from './tailer.js';
 
 export interface RecordCheckpoint {
@@ -119,7 +120,7 @@ export class RecordTailer {
     let fh: fsp.FileHandle;
     try {
       // Non-blocking: a FIFO put in the file's place must not hang the reader.
-      fh = await fsp.open(this.file, constants.O_RDONLY | constants.O_NONBLOCK);
+      fh = await openToRead(this.file, { nonblock: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
       throw err;
@@ -245,7 +246,7 @@ export class RecordTailer {
 export async function firstRecords(file: string, framing: Framing): Promise<Uint8Array[]> {
   let fh: fsp.FileHandle;
   try {
-    fh = await fsp.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    fh = await openToRead(file, { nonblock: true });
   } catch {
     return [];
   }

@@ -17,6 +17,7 @@ import type { FileKind } from '../parsers/index.js';
 import type { AheadFraming } from '../parsers/types.js';
 import { nodeCrypto } from '../util/lazy.js';
 import { CoreTrial, readDecoded, startDecodeThread, type AheadFrames, type TrialBounds } from './decode-ahead.js';
+import { openToRead } from './open.js';
 import { nextShare } from './record-tailer.js';
 
 export interface TailCheckpoint {
@@ -309,7 +310,7 @@ export class FileTailer {
   }
 
   private async open(deliver: Deliver): Promise<void> {
-    const fh = await fsp.open(this.file, 'r');
+    const fh = await openToRead(this.file);
     const fst = await fh.stat().catch(async (err: unknown) => {
       await fh.close();
       throw err;
@@ -356,7 +357,7 @@ export class FileTailer {
       if (cst === null || cst.ino !== saved.ino || cst.dev !== saved.dev) continue;
       const old = new FileTailer(candidate, this.opts, saved, this.notices);
       old.saved = null;
-      old.fh = await fsp.open(candidate, 'r');
+      old.fh = await openToRead(candidate);
       old.dev = cst.dev;
       old.ino = cst.ino;
       old.offset = old.readPos = Math.min(saved.offset, cst.size);

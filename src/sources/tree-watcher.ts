@@ -37,24 +37,19 @@ export function relistShare(dir: string): number {
 interface Folder {
   /** Null while the folder could not be watched (a limit: see LIMITS). */
   watch: FSWatcher | null;
-  /** Entries followed in it: files, and folders watched in turn. */
-  files: Set<string>;
+  /**
+   * Entries followed in it: files by name, each to its path (the one string every later event
+   * of the file hands on, so the daemon's maps, keyed by it, compare it by identity: a path made
+   * afresh at each event was hashed and compared character by character in each of them), and
+   * folders watched in turn.
+   */
+  files: Map<string, string>;
   dirs: Set<string>;
   /** A listing under way, and whether another was asked for meanwhile. */
   scanning: Promise<void> | null;
   again: boolean;
   /** The rescan, of every RELIST_EVERY, that lists it again (relistShare). */
   share: number;
-}
-
-/**
- * path.join(dir, name) for the names a folder's events carry: a plain name goes after dir's
- * prefix as path.join would put it there (the prefix worked out once), without path.join's
- * normalising pass at every append; anything else goes through path.join.
- */
-export function entryOf(dir: string): (name: string) => string {
-  const prefix = path.join(dir, 'x').slice(0, -1);
-  return (name) => (name === '' || name === '.' || name === '..' || name.includes(path.sep) ? path.join(dir, name) : prefix + name);
 }
 
 /** Folders followed without a watch because of a limit of the machine (see LIMITS), and which. */
@@ -102,7 +97,7 @@ export async function startTreeWatcher(
     if (f === undefined) return;
     folders.delete(dir);
     f.watch?.close();
-    for (const file of f.files) {
+    for (const file of f.files.values()) {
       opts.reach.forget(file);
       onEvent('unlink', file);
     }
@@ -125,15 +120,16 @@ export async function startTreeWatcher(
       return;
     }
     if (f.watch !== null) noteLimit(dir, null);
-    const files = new Set<string>();
+    const files = new Map<string, string>();
     const dirs = new Set<string>();
     for (const e of entries) {
-      const p = path.join(dir, e.name);
+      const known = f.files.get(e.name);
+      const p = known ?? path.join(dir, e.name);
       let stats: Stats;
       if (e.isFile() || e.isDirectory()) {
         // Known entries need no stat: the listing's type is enough to keep them.
-        if (e.isFile() && f.files.has(p)) {
-          files.add(p);
+        if (e.isFile() && known !== undefined) {
+          files.set(e.name, known);
           continue;
         }
         if (e.isDirectory() && f.dirs.has(p)) {
@@ -151,14 +147,14 @@ export async function startTreeWatcher(
       // A FIFO or a device named like a log is reported as one: its reader refuses it by name (ENOTFILE).
       if (ignored(p, stats)) continue;
       if (stats.isDirectory()) dirs.add(p);
-      else if (classifyFile(p) !== null) files.add(p);
+      else if (classifyFile(p) !== null) files.set(e.name, p);
     }
-    for (const p of f.files)
-      if (!files.has(p)) {
+    for (const [name, p] of f.files)
+      if (!files.has(name)) {
         opts.reach.forget(p);
         onEvent('unlink', p);
       }
-    for (const p of files) if (!f.files.has(p)) onEvent('add', p);
+    for (const [name, p] of files) if (!f.files.has(name)) onEvent('add', p);
     for (const d of f.dirs) if (!dirs.has(d)) forget(d);
     const fresh = [...dirs].filter((d) => !f.dirs.has(d));
     f.files = files;
@@ -190,18 +186,16 @@ export async function startTreeWatcher(
    * meanwhile); another failure stops following it.
    */
   const arm = (dir: string, f: Folder): boolean => {
-    const entry = entryOf(dir);
     try {
       f.watch = fsWatch(dir, { persistent: true }, (type, name) => {
         if (closed) return;
-        if (name !== null) {
-          const file = entry(name);
-          if (f.files.has(file)) {
-            // The hot path: an append to a file followed here.
-            if (type === 'change') return onEvent('change', file);
-            // Its name was moved, replaced or removed: the reader looks at the path again.
-            onEvent('renamed', file);
-          }
+        // An event names an entry of the folder (never '.', '..' or a path): as a listing does.
+        const file = name === null ? undefined : f.files.get(name);
+        if (file !== undefined) {
+          // The hot path: an append to a file followed here.
+          if (type === 'change') return onEvent('change', file);
+          // Its name was moved, replaced or removed: the reader looks at the path again.
+          onEvent('renamed', file);
         }
         void scan(dir);
       });
@@ -228,7 +222,7 @@ export async function startTreeWatcher(
   /** Watches a folder (its watch first, then its listing: nothing written between the two is missed). */
   const follow = async (dir: string): Promise<void> => {
     if (folders.has(dir) || closed) return;
-    const f: Folder = { watch: null, files: new Set(), dirs: new Set(), scanning: null, again: false, share: relistShare(dir) };
+    const f: Folder = { watch: null, files: new Map(), dirs: new Set(), scanning: null, again: false, share: relistShare(dir) };
     folders.set(dir, f);
     if (arm(dir, f)) await scan(dir);
   };
