@@ -492,13 +492,17 @@ function bareFollower(files: string[]): void {
   process.on('SIGTERM', () => process.exit(lines > 0 ? 0 : 1));
 }
 
-/** Appends one line to each file every `intervalMs`, for `seconds`; returns the next step. */
-export async function appendEvery(files: string[], intervalMs: number, seconds: number, from: number): Promise<number> {
+/**
+ * Appends one line to each file every `intervalMs`, for `seconds`; returns the next step. Given
+ * groups of files (the twin trees of an A/B), the groups take turns going first.
+ */
+export async function appendEvery(files: string[] | string[][], intervalMs: number, seconds: number, from: number): Promise<number> {
+  const groups = files.length > 0 && Array.isArray(files[0]) ? (files as string[][]) : [files as string[]];
   const end = Date.now() + seconds * 1000;
   let step = from;
   let next = Date.now();
   while (Date.now() < end) {
-    for (const f of files) appendFileSync(f, jsonlLine(step));
+    for (let g = 0; g < groups.length; g++) for (const f of groups[(g + step) % groups.length]!) appendFileSync(f, jsonlLine(step));
     step++;
     next += intervalMs;
     await sleep(Math.max(0, next - Date.now()));
@@ -508,10 +512,16 @@ export async function appendEvery(files: string[], intervalMs: number, seconds: 
 
 /** CPU (% of a core, every thread) of `pid` while `during` runs. */
 export async function cpuWhile(pid: number, during: Promise<unknown>): Promise<number> {
-  const a = cpuTime(pid);
+  return (await cpuWhileEach([pid], during))[0]!;
+}
+
+/** CPU (% of a core, every thread) of each of `pids` over the same time, while `during` runs. */
+export async function cpuWhileEach(pids: number[], during: Promise<unknown>): Promise<number[]> {
+  const a = pids.map(cpuTime);
   const t0 = Date.now();
   await during;
-  return (100 * (cpuTime(pid) - a)) / ((Date.now() - t0) / 1000);
+  const s = (Date.now() - t0) / 1000;
+  return pids.map((pid, i) => (100 * (cpuTime(pid) - a[i]!)) / s);
 }
 
 /** The files of each run in the follow and idle benchmarks; the first is the one that grows. */

@@ -4,18 +4,18 @@
  * and then every 50 ms (4,000 lines/s, a stress), against a bare follower of the same files
  * measured in the same run (fs.watch on each file, read the new bytes, split lines, JSON.parse
  * each: the least any follower must do). CPU is the time of all threads from /proc/<pid>/task/*
- * /schedstat, after WARM_S seconds of lines at the training pace. Kinds interleave, `rounds`
- * times, the builds in turn first (so use an even number of rounds for an A/B); the median of the
- * rounds is reported (the mean of the middle two when even). Issue 20's target: barwatch <= 3x
- * the bare follower at both paces.
+ * /schedstat, after WARM_S seconds of lines at the training pace. In each of `rounds` rounds the
+ * builds follow at once, each its own tree (twin trees, written alike at the same moments), then
+ * the bare follower alone; the median of the rounds is reported (the mean of the middle two when
+ * even). Issue 20's target: barwatch <= 3x the bare follower at both paces.
  *
  *   node dist/bench/follow.js [--runs N] [--seconds S] [--rounds R] [--base DIR] [--fresh]
  *
- * Every daemon follows the same tree and resumes the state the one before it saved, so after the
- * first the runs are hundreds to thousands of steps old: a run's detectors then judge full
- * histories, as they do on a run followed for hours. `--fresh`: each follower gets a tree and a
- * state of its own, made just before it starts, so every one follows young runs (tens of steps,
- * where several detectors wait for enough points); the title says which.
+ * A build's daemon resumes the state its daemon of the round before saved, on the same tree, so
+ * after the first round the runs are hundreds to thousands of steps old: a run's detectors then
+ * judge full histories, as they do on a run followed for hours. `--fresh`: every round gets new
+ * trees and states, made just before it starts, so every daemon follows young runs (tens of
+ * steps, where several detectors wait for enough points); the title says which.
  *
  * `--base DIR`: also a build in DIR (a git worktree of another commit with `npm run build` done),
  * for an A/B of a change: a way of following is compared by building the commit that has it.
@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   appendEvery,
   arg,
-  cpuWhile,
+  cpuWhileEach,
   flag,
   median,
   QUICK,
@@ -38,6 +38,13 @@ import {
   textArg,
   Watcher,
 } from './common.js';
+
+interface Tree {
+  dir: string;
+  all: string[];
+  writers: string[];
+  cfg: string;
+}
 
 /** After the catch-up, before measuring: the daemon's start-up work is done. */
 const SETTLE_MS = QUICK ? 3_000 : 10_000;
@@ -78,54 +85,60 @@ export async function main(): Promise<void> {
   const fresh = flag('fresh');
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-follow-'));
   try {
-    let tree = { dir, ...runTree(dir, runs) };
-    let trees = 0;
     const list = kinds();
+    const builds = list.filter((k) => k.start !== undefined);
+    // Twin trees: each build follows a tree of its own, and every tree gets the same lines at the
+    // same moments, so the builds of an A/B are measured over the same windows: whatever else
+    // loads the machine then, and the work that comes with a run's age (a finding that starts to
+    // hold at step 129 and costs every build alike), falls on both. Measured one after the other,
+    // two rounds favoured the --base build by some 30% (BENCHMARKS.md, session 32).
+    let made = 0;
+    const plant = (): Tree[] =>
+      builds.map(() => {
+        const own = path.join(dir, `tree${++made}`);
+        mkdirSync(own);
+        return { dir: own, ...runTree(own, runs) };
+      });
+    let trees = plant();
     // samples[kind][pace] = CPU % of each round
     const samples: Record<string, Record<number, number[]>> = {};
     for (const k of list) samples[k.name] = Object.fromEntries(PACES.map((ms) => [ms, [] as number[]]));
     let step = 2;
-    for (let round = 0; round < rounds; round++) {
-      // The builds swap places each round: a daemon started later catches up a longer backlog
-      // (the lines written while the others were measured), and carried its garbage into the
-      // measurement (with a fixed order, the second build measured higher at 200 lines/s).
-      const builds = list.filter((k) => k.start !== undefined);
-      const order = [...(round % 2 === 0 ? builds : [...builds].reverse()), ...list.filter((k) => k.start === undefined)];
-      for (const k of order) {
-        if (fresh) {
-          // A tree and a state of its own, written just now: young runs (see --fresh).
-          const own = path.join(dir, `fresh${++trees}`);
-          mkdirSync(own);
-          tree = { dir: own, ...runTree(own, runs) };
-          step = 2;
-        }
-        const { all, writers, cfg } = tree;
-        let pid: number;
-        let stop: () => Promise<void>;
-        if (k.start === undefined) {
-          const bare = await startBareFollower(all);
-          await sleep(2000);
-          pid = bare.pid!;
-          stop = () => Promise.resolve(void bare.kill());
-        } else {
-          const w = k.start(tree.dir, cfg);
-          await w.until(0);
-          await sleep(SETTLE_MS);
-          pid = w.child.pid!;
-          stop = () => w.stop();
-        }
-        step = await appendEvery(writers, PACES[0]!, WARM_S, step);
-        for (const ms of PACES) {
-          samples[k.name]![ms]!.push(await cpuWhile(pid, appendEvery(writers, ms, seconds, step)));
-          step += Math.ceil((seconds * 1000) / ms) + 1;
-        }
-        await stop();
+    /** Lines at each pace, CPU of `pids` over each; every tree is written, followed or not. */
+    const measure = async (names: string[], pids: number[]): Promise<void> => {
+      const groups = trees.map((t) => t.writers);
+      step = await appendEvery(groups, PACES[0]!, WARM_S, step);
+      for (const ms of PACES) {
+        const lines = appendEvery(groups, ms, seconds, step);
+        const pct = await cpuWhileEach(pids, lines);
+        names.forEach((name, i) => samples[name]![ms]!.push(pct[i]!));
+        step = await lines;
       }
+    };
+    for (let round = 0; round < rounds; round++) {
+      if (fresh && round > 0) {
+        // Trees of their own, written just now: young runs (see --fresh).
+        trees = plant();
+        step = 2;
+      }
+      const ws = builds.map((k, i) => k.start!(trees[i]!.dir, trees[i]!.cfg));
+      await Promise.all(ws.map((w) => w.until(0)));
+      await sleep(SETTLE_MS);
+      await measure(
+        builds.map((k) => k.name),
+        ws.map((w) => w.child.pid!),
+      );
+      await Promise.all(ws.map((w) => w.stop()));
+      // The bare follower alone, on the first tree.
+      const bare = await startBareFollower(trees[0]!.all);
+      await sleep(2000);
+      await measure(['bare follower'], [bare.pid!]);
+      bare.kill();
     }
     const bare = (ms: number): number => median(samples['bare follower']![ms]!);
     report(
       'follow',
-      `Following ${runs} runs x ${RUN_FILES.length} files (${fresh ? 'young runs: a tree of its own for each follower' : 'runs hundreds to thousands of steps old after the first daemon: one tree, each daemon resuming the state before'}) while each run's reward_history.jsonl grows one line per interval (${seconds} s a pace, the median of ${rounds} interleaved rounds; CPU in % of one core; ratio to the bare follower, target <= 3)`,
+      `Following ${runs} runs x ${RUN_FILES.length} files (${fresh ? 'young runs: new trees for every round' : 'runs hundreds to thousands of steps old after the first round: each build on a tree of its own, resuming the state it saved'}) while each run's reward_history.jsonl grows one line per interval (${seconds} s a pace, the median of ${rounds} interleaved rounds; CPU in % of one core; ratio to the bare follower, target <= 3)`,
       [
         'follower',
         ...PACES.map((ms) => `${Math.round((runs * 1000) / ms)} lines/s: CPU %`),
