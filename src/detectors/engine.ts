@@ -10,6 +10,7 @@
  * engine serves `watch` (records as they arrive, timers for time-based detectors) and `analyze`
  * (records in one pass, then a final evaluation with everything read).
  */
+import { carriesAny, type Quantity } from '../runs/quantities.js';
 import type { RunState } from '../runs/run.js';
 import { releaseSharedPoints } from '../stats/rolling.js';
 import { DETECTORS } from './index.js';
@@ -67,7 +68,15 @@ interface RunBook {
   readonly active: Map<string, Set<string>>;
   /** Active findings of time-based detectors (stale-run): while there are any, a record may resolve them. */
   timeHeld: number;
+  /**
+   * Whether the run carries a quantity each detector reads (Detector.reads), by the detector's
+   * place: 1 yes, 0 no, -1 not yet worked out; for the run's series count `carriesAt`.
+   */
+  readonly carries: Int8Array;
+  carriesAt: number;
 }
+
+const NO_DRAFTS: readonly Draft[] = [];
 
 export class DetectorEngine {
   private readonly active = new Map<string, Finding>();
@@ -191,16 +200,42 @@ export class DetectorEngine {
     decisive = false,
   ): Transition[] | null {
     const d = this.enabled[i]!;
-    book.last[this.place[i]!] = steps;
-    const t = this.apply(run, book, d, d.detect(run, this.paramsOf(d), ctx), decisive);
+    const place = this.place[i]!;
+    book.last[place] = steps;
+    const drafts = d.reads !== undefined && !this.carries(run, book, place, d.reads) ? NO_DRAFTS : d.detect(run, this.paramsOf(d), ctx);
+    const t = this.apply(run, book, d, drafts, decisive);
     if (t.length > 0) (out ??= []).push(...t);
     return out;
+  }
+
+  /**
+   * Whether some round of the run carries one of the quantities the detector at `place` reads:
+   * worked out once for each count of the run's series. A detector none of whose quantities a run
+   * carries finds nothing there (Detector.reads), so its evaluation is an empty one.
+   */
+  private carries(run: RunState, book: RunBook, place: number, reads: readonly Quantity[]): boolean {
+    if (book.carriesAt !== run.seriesCount) {
+      book.carries.fill(-1);
+      book.carriesAt = run.seriesCount;
+    }
+    let c = book.carries[place]!;
+    if (c === -1) book.carries[place] = c = carriesAny(run.orderedRounds(), reads) ? 1 : 0;
+    return c === 1;
   }
 
   private bookOf(runId: string): RunBook {
     let b = this.books.get(runId);
     if (b === undefined) {
-      b = { last: new Float64Array(this.detectors.length).fill(NaN), nextDue: NaN, pending: new Map(), active: new Map(), timeHeld: 0 };
+      const n = this.detectors.length;
+      b = {
+        last: new Float64Array(n).fill(NaN),
+        nextDue: NaN,
+        pending: new Map(),
+        active: new Map(),
+        timeHeld: 0,
+        carries: new Int8Array(n).fill(-1),
+        carriesAt: -1,
+      };
       this.books.set(runId, b);
     }
     return b;
@@ -233,7 +268,7 @@ export class DetectorEngine {
     return [{ kind: 'held', finding }];
   }
 
-  private apply(run: RunState, book: RunBook, d: Detector, drafts: Draft[], decisive: boolean): Transition[] {
+  private apply(run: RunState, book: RunBook, d: Detector, drafts: readonly Draft[], decisive: boolean): Transition[] {
     const pending = book.pending;
     // Most evaluations find nothing where nothing held: nothing to fire, resolve or forget.
     if (drafts.length === 0 && !book.active.has(d.id) && pending.size === 0) return NO_TRANSITIONS;

@@ -24,6 +24,7 @@ export const entropyBlowup: Detector<P> = {
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 10, factor: 4, level: 1 },
   counts: ['early_points', 'window'],
   every: () => 1,
+  reads: ['entropy'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

@@ -28,6 +28,7 @@ export const entropyCollapse: Detector<P> = {
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 10, factor: 10, floor: 0.005 },
   counts: ['early_points', 'window'],
   every: () => 1,
+  reads: ['entropy'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

@@ -77,6 +77,7 @@ export const gradSpike: Detector<P> = {
   defaults: { enabled: true, severity: 'warning', factor: 10, window: 20, count: 3, horizon: 50 },
   counts: ['window', 'count', 'horizon'],
   every: () => 2,
+  reads: ['grad_norm'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

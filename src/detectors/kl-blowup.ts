@@ -35,6 +35,7 @@ export const klBlowup: Detector<P> = {
   defaults: { enabled: true, severity: 'warning', early_points: 5, window: 5, factor: 20, level: 0.5, update_level: 0.1 },
   counts: ['early_points', 'window'],
   every: () => 1,
+  reads: ['kl_ref', 'kl_update'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

@@ -25,6 +25,7 @@ export const lengthAtLimit: Detector<P> = {
   defaults: { enabled: true, severity: 'warning', window: 5, clipped: 0.8, pinned: 0.98 },
   counts: ['window'],
   every: () => 1,
+  reads: ['clip_ratio', 'response_length'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

@@ -47,6 +47,7 @@ export const lengthCollapse: Detector<P> = {
   defaults: { enabled: true, severity: 'warning', window: 5, horizon: 10, drop: 0.5, recover: 0.8 },
   counts: ['window', 'horizon'],
   every: () => 2,
+  reads: ['response_length'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

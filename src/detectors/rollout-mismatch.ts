@@ -23,6 +23,7 @@ export const rolloutMismatch: Detector<P> = {
   defaults: { enabled: true, severity: 'warning', window: 5, limit: 0.01 },
   counts: ['window'],
   every: () => 1,
+  reads: ['rollout_probs_diff'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

@@ -4,6 +4,7 @@
  * the step at which each finding first held, and reports when one stops holding.
  */
 import type { RunState } from '../runs/run.js';
+import type { Quantity } from '../runs/quantities.js';
 
 export type Severity = 'info' | 'warning' | 'critical';
 
@@ -59,6 +60,12 @@ export interface Detector<P extends Params = Params> {
   readonly immediate?: boolean;
   /** Only meaningful with a clock (stale-run): evaluated on timers and at the end, not per step. */
   readonly timeBased?: boolean;
+  /**
+   * The quantities (runs/quantities.ts) it judges, when it judges nothing else: while no round of
+   * a run carries any of them it finds nothing there, and the engine does not ask it (a run of
+   * the BAR-RAG selector logs no entropy, KL or length).
+   */
+  readonly reads?: readonly Quantity[];
   detect(run: RunState, p: P, ctx: DetectContext): Draft[];
 }
 

@@ -127,6 +127,12 @@ export function allSeriesFor(round: RoundState, q: Quantity): readonly Named[] {
   return out;
 }
 
+/** Whether some round of a run carries one of `qs` (as seriesFor finds them). */
+export function carriesAny(rounds: readonly RoundState[], qs: readonly Quantity[]): boolean {
+  for (const r of rounds) for (const q of qs) if (seriesFor(r, q) !== null) return true;
+  return false;
+}
+
 /** Quantities worth a chart on any run, in the order the page draws them. */
 export const CHARTED: readonly Quantity[] = ['reward', 'entropy', 'kl_ref', 'response_length', 'clip_ratio', 'grad_norm'];
 

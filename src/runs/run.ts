@@ -66,6 +66,8 @@ export interface RunJSON {
 
 export class RunState {
   readonly rounds = new Map<string, RoundState>();
+  /** The series of all its rounds, counted as they appear (a round's series are only ever added). */
+  seriesCount = 0;
   /** The rounds in orderedRounds()'s order, worked out when a round was added. */
   private ordered: RoundState[] = [];
   /** roundsOf()'s lists, for the number of rounds they were worked out at. */
@@ -182,6 +184,7 @@ export class RunState {
           const more = round.apply(samples.record, step, now, samples.source, samples.format);
           if (more.length > 0) fresh = [...fresh, ...more];
         }
+        this.seriesCount += fresh.length;
         if (!created && fresh.length === 0) return null;
         const d: Discovery = {};
         if (created) d.round = round;
@@ -311,6 +314,7 @@ export class RunState {
     for (const r of j.rounds) {
       const round = RoundState.from(r, opts);
       run.rounds.set(round.key, round);
+      run.seriesCount += round.series.size;
     }
     run.filter = FilterStats.from(j.filter);
     run.settings = j.settings ?? {};
