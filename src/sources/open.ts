@@ -10,8 +10,9 @@ import { constants, promises as fsp } from 'node:fs';
 
 /** 0 where the platform has no such flag. */
 const NOATIME: number = (constants as { O_NOATIME?: number }).O_NOATIME ?? 0;
-/** Files whose owner is not the daemon's user: opened without the flag. */
+/** Files whose owner is not the daemon's user: opened without the flag (forgotten past REFUSED_MAX, so a daemon that sees many such files over days keeps a bounded list). */
 const refused = new Set<string>();
+const REFUSED_MAX = 4096;
 
 export async function openToRead(file: string, opts: { nonblock?: boolean } = {}): Promise<fsp.FileHandle> {
   const flags = constants.O_RDONLY | (opts.nonblock === true ? constants.O_NONBLOCK : 0);
@@ -20,6 +21,7 @@ export async function openToRead(file: string, opts: { nonblock?: boolean } = {}
       return await fsp.open(file, flags | NOATIME);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
+      if (refused.size >= REFUSED_MAX) refused.clear();
       refused.add(file);
     }
   }
