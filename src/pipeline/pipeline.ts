@@ -76,6 +76,19 @@ const YOUNG_LOOKS = 32;
 const HOLD_MS = 5_000;
 const HOLD_MAX_MS = 30_000;
 
+/**
+ * The step past which `o`, a file of the round read to its end, holds back the records of the
+ * round's other files now (see drainRound): its last step while it read something within HOLD_MS,
+ * -Infinity while it shows no step yet in its first HOLD_MS, else Infinity (no wait).
+ */
+function capBy(o: FileSource, now: number): number {
+  if (o.lastData === null || now - o.lastData >= HOLD_MS) return Infinity;
+  // A log written in whole blocks (W&B) is behind by design: the others do not wait for it.
+  if (o.input.late === true) return Infinity;
+  if (o.lastStep !== null) return o.lastStep;
+  return o.firstData !== null && now - o.firstData < HOLD_MS ? -Infinity : Infinity;
+}
+
 /** Whether two files belong to the same round of the same run (the same role and round). */
 function sameRound(a: FilePlace, b: FilePlace): boolean {
   return a.run === b.run && a.role === b.role && a.round === b.round;
@@ -633,8 +646,7 @@ export class Pipeline {
     const key = roundOf(src.place);
     if (this.byRound.get(key)?.size === 1 && this.young(src)) await this.lookOnDisk(src, (place) => sameRound(place, src.place));
     const group = this.groupOf(key) ?? [src];
-    const out =
-      group.length === 1 && src.held.length === 0 ? await this.poll(file) : ((await this.drainRound(group, hold, src)).get(src) ?? 'idle');
+    const out = group.length === 1 && src.held.length === 0 ? await this.poll(file) : await this.drainRound(group, hold, src);
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
     const run = this.registry.get(src.place.run);
     if (this.opts.engine !== undefined && run !== undefined) {
@@ -672,7 +684,7 @@ export class Pipeline {
 
   /**
    * The merge of read: each file read a little at a time (until it has nothing new), the lowest
-   * step first. Returns how each file's last read ended.
+   * step first. Returns how the asked file's last read ended.
    *
    * With `hold` (a daemon's read), records at steps past the last step of another file of the
    * round are kept in their file (FileSource.held) for the next read, while that file read
@@ -688,7 +700,22 @@ export class Pipeline {
    * the write comes just after the read. At 200 lines/s into one file of each round, this spared
    * every read a second read of a file that had not grown (BENCHMARKS.md, session 19).
    */
-  private async drainRound(group: readonly FileSource[], hold: boolean, asked: FileSource): Promise<Map<FileSource, ReadOutcome>> {
+  private async drainRound(group: readonly FileSource[], hold: boolean, asked: FileSource): Promise<ReadOutcome> {
+    const told = hold && this.opts.tail.trustEvents === true;
+    const now = this.opts.now();
+    // The usual read of a daemon: only the asked file has something new, and no other file of the
+    // round holds its steps back. Read as the merge would, without it.
+    if (
+      told &&
+      asked.held.length === 0 &&
+      group.every((o) => o === asked || (!o.unread && o.held.length === 0 && capBy(o, now) === Infinity))
+    ) {
+      for (;;) {
+        if (breatheDue()) await breathe();
+        const out = await this.poll(asked.file, this.sink, MERGE_BYTES);
+        if (out !== 'more') return out;
+      }
+    }
     const ended = new Map<FileSource, ReadOutcome>();
     interface Lane {
       src: FileSource;
@@ -702,7 +729,6 @@ export class Pipeline {
       /** The step of the last record taken (a record without a step goes with it). */
       step: number;
     }
-    const told = hold && this.opts.tail.trustEvents === true;
     const lanes: Lane[] = group.map((src, index) => ({
       src,
       index,
@@ -712,7 +738,6 @@ export class Pipeline {
       done: told && src !== asked && !src.unread,
       step: -Infinity,
     }));
-    const now = this.opts.now();
     /**
      * The last step a lane may give now: the lowest step at which another file of the round, read
      * to its end, stands while it may still catch up (Infinity: no wait).
@@ -722,14 +747,7 @@ export class Pipeline {
       // A trainer that crashed or finished writes no more steps to the other files.
       if (lane.batches.some((b, i) => i >= lane.bi && b.records.some((r) => r.kind === 'fatal' || r.kind === 'finished'))) return Infinity;
       let cap = Infinity;
-      for (const l of lanes) {
-        const o = l.src;
-        if (l === lane || !l.done || l.bi < l.batches.length || o.lastData === null || now - o.lastData >= HOLD_MS) continue;
-        // A log written in whole blocks (W&B) is behind by design: the others do not wait for it.
-        if (o.input.late === true) continue;
-        if (o.lastStep !== null) cap = Math.min(cap, o.lastStep);
-        else if (o.firstData !== null && now - o.firstData < HOLD_MS) cap = -Infinity;
-      }
+      for (const l of lanes) if (l !== lane && l.done && l.bi >= l.batches.length) cap = Math.min(cap, capBy(l.src, now));
       return cap;
     };
     const into =
@@ -775,7 +793,7 @@ export class Pipeline {
           rivalAt = h;
         }
       }
-      if (lane === null) return ended;
+      if (lane === null) return ended.get(asked) ?? 'idle';
       const cap = capOf(lane);
       if (low > cap) {
         // The rest of every file waits for the next read, in order.
@@ -787,7 +805,7 @@ export class Pipeline {
             heldAt: b.heldAt ?? now,
           }));
         }
-        return ended;
+        return ended.get(asked) ?? 'idle';
       }
       const b = lane.batches[lane.bi]!;
       const from = lane.ri;
