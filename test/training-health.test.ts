@@ -10,12 +10,13 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { DetectorEngine } from '../src/detectors/engine.js';
 import { DETECTORS } from '../src/detectors/index.js';
+import { nonfiniteDrafts } from '../src/detectors/nonfinite-reward.js';
 import { collapsedFrom } from '../src/detectors/reward-collapse.js';
 import { FatalReader, parsePlan } from '../src/parsers/fatal.js';
 import { TextLogParser } from '../src/parsers/train-log.js';
 import type { ParsedRecord } from '../src/parsers/types.js';
 import { RunState } from '../src/runs/run.js';
-import { History, keptValues } from '../src/stats/rolling.js';
+import { History } from '../src/stats/rolling.js';
 import { analyzeJson } from './helpers/cli.js';
 import { grpoConfusion } from './helpers/confusion.js';
 import { REAL_LOGS, REAL_LOGS_SKIP, tempDir } from './helpers/fs.js';
@@ -238,7 +239,7 @@ describe('single detectors at their edges', () => {
         // Read in place from a history, one that wrapped around its ring included.
         const h = new History(64);
         values.forEach((v, i) => h.push(i, v));
-        assert.equal(collapsedFrom(keptValues(h), level, window), full(values.slice(-64), level, window));
+        assert.equal(collapsedFrom(h, level, window), full(values.slice(-64), level, window));
       }
     }
     assert.ok(stopped > 1000 && stopped < 8000, `both outcomes drawn (${stopped} of 9000 without a collapse)`);
@@ -252,6 +253,24 @@ describe('single detectors at their edges', () => {
     assert.deepEqual(judge(healthy), []);
     const nan = Array.from({ length: 100 }, (_, i) => base(i + 1, i === 40 ? { loss: NaN } : {}));
     assert.deepEqual(judge(nan), ['nonfinite-metric']);
+  });
+
+  test('nonfinite: a run found without non-finite values is looked through again once any series takes one in, a restored one included', () => {
+    const steps = (run: RunState): (number | null)[] => nonfiniteDrafts(run, () => true, 'critical', 'broken', 'fix it').map((d) => d.step);
+    const a = new RunState('a', OPTS);
+    const b = new RunState('b', OPTS);
+    for (const run of [a, b]) run.apply(metrics(1, { reward: 0.5, loss: 0.1 }), CTX, 0);
+    assert.deepEqual([steps(a), steps(b)], [[], []]);
+    b.apply(metrics(2, { reward: NaN, loss: 0.1 }), CTX, 0);
+    assert.deepEqual([steps(a), steps(b)], [[], [2]]);
+    a.apply(metrics(3, { reward: 0.5, loss: Infinity }), CTX, 0);
+    assert.deepEqual(steps(a), [3]);
+    // Found clean first, then replaced by a restored state that holds a NaN.
+    const c = new RunState('c', OPTS);
+    c.apply(metrics(1, { reward: 0.5 }), CTX, 0);
+    assert.deepEqual(steps(c), []);
+    assert.deepEqual(steps(RunState.from(JSON.parse(JSON.stringify(a.toJSON())) as ReturnType<RunState['toJSON']>, OPTS)), [3]);
+    assert.deepEqual(steps(c), []);
   });
 
   test('grad-spike: zeros (TRL logs 0.0 for steps without signal) neither make nor hide spikes', () => {

@@ -1,6 +1,6 @@
 /** nonfinite-reward: NaN or Infinity in a reward or accuracy value. */
 import type { RunState } from '../runs/run.js';
-import type { SeriesStats } from '../runs/series.js';
+import { nonfiniteTaken, type SeriesStats } from '../runs/series.js';
 import type { Detector, Draft, Params, Severity } from './types.js';
 
 const WATCHED = /^(boundary|relevance|format|count|total|reward|accuracy)$|reward|score|(^|\/)acc/;
@@ -14,6 +14,9 @@ interface P extends Params {
   enabled: boolean;
 }
 
+/** Runs found without a non-finite value, and nonfiniteTaken() then. */
+const cleanAt = new WeakMap<RunState, number>();
+
 /**
  * One finding per round whose series that `keep` admits hold NaN or Infinity: the first such value
  * named with its step, every series counted. Shared by nonfinite-reward and nonfinite-metric.
@@ -25,7 +28,11 @@ export function nonfiniteDrafts(
   meaning: string,
   recommendation: string,
 ): Draft[] {
+  // A run found without any non-finite value keeps none while no series took one in.
+  const taken = nonfiniteTaken();
+  if (cleanAt.get(run) === taken) return [];
   const out: Draft[] = [];
+  let clean = true;
   for (const r of run.orderedRounds()) {
     // Nearly always none: the series are walked by name only where one is.
     let any = false;
@@ -36,6 +43,7 @@ export function nonfiniteDrafts(
       }
     }
     if (!any) continue;
+    clean = false;
     const bad: { series: string; count: number; firstStep: number | null; value: string | null }[] = [];
     for (const [name, s] of r.series) {
       if (s.nonfinite.count > 0 && keep(name, s)) {
@@ -56,6 +64,7 @@ export function nonfiniteDrafts(
       series: { role: r.role, round: r.round, name: first.series },
     });
   }
+  if (clean) cleanAt.set(run, taken);
   return out;
 }
 

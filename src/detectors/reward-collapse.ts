@@ -4,7 +4,6 @@
  * policy no longer learns (TRL shows it as `frac_reward_zero_std` near 1).
  */
 import type { RoundState } from '../runs/round.js';
-import { keptValues } from '../stats/rolling.js';
 import { rewardSeries } from './queries.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -26,19 +25,23 @@ const SPREAD = ['reward_std', 'total_std', 'boundary_std'];
 const MOSTLY = 0.75;
 
 /**
- * The start (an index into `values`) of the stretch at the end in which the reward sits at ~0, or
- * null: the earliest ~0 value from which on the values average ~0 (at most `level`) and at least
- * 75% of them are within twice that, when the stretch is at least `window` long. A non-zero value
- * (one lucky group) neither ends the stretch nor moves its start, so the finding neither flickers
- * nor names a late onset.
+ * The start (an index into `values`, an array or a History read in place) of the stretch at the
+ * end in which the reward sits at ~0, or null: the earliest ~0 value from which on the values
+ * average ~0 (at most `level`) and at least 75% of them are within twice that, when the stretch is
+ * at least `window` long. A non-zero value (one lucky group) neither ends the stretch nor moves its
+ * start, so the finding neither flickers nor names a late onset.
  */
-export function collapsedFrom(values: ArrayLike<number>, level: number, window: number): number | null {
+export function collapsedFrom(
+  values: { readonly length: number; at(i: number): number | undefined },
+  level: number,
+  window: number,
+): number | null {
   const n = values.length;
   let from: number | null = null;
   let sum = 0;
   let close = 0;
   for (let j = n - 1; j >= 0; j--) {
-    const a = Math.abs(values[j]!);
+    const a = Math.abs(values.at(j)!);
     sum += a;
     if (a <= 2 * level) close++;
     const len = n - j;
@@ -66,7 +69,7 @@ export function rewardAtZero(r: RoundState): boolean {
   const d = rewardCollapse.defaults;
   const rs = rewardSeries(r);
   if (rs === null) return false;
-  return collapsedFrom(keptValues(rs.stats.history), d.level, d.window) !== null && maxOf(rs.stats.curve.means()) >= d.earlier_min;
+  return collapsedFrom(rs.stats.history, d.level, d.window) !== null && maxOf(rs.stats.curve.means()) >= d.earlier_min;
 }
 
 export const rewardCollapse: Detector<P> = {
@@ -82,10 +85,11 @@ export const rewardCollapse: Detector<P> = {
     for (const r of run.orderedRounds()) {
       const rs = rewardSeries(r);
       if (rs === null) continue;
-      // Judged on a copy into an array kept between evaluations: the points are made only for a collapse.
+      // Judged in place, from the newest value back (a healthy reward stops the search within a
+      // tenth of the values): the points are made only for a collapse.
       const n = rs.stats.history.length;
       if (n < p.window + 2) continue;
-      const i = collapsedFrom(keptValues(rs.stats.history), p.level, p.window);
+      const i = collapsedFrom(rs.stats.history, p.level, p.window);
       if (i === null) continue;
       const pts = rs.stats.history.points();
       const last = pts.values.slice(-p.window);

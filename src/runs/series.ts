@@ -47,13 +47,25 @@ export interface SeriesJSON {
   rewinds?: Rewinds;
 }
 
+/** Non-finite values taken in by every series of the process, restored ones included (see nonfiniteTaken). */
+let nonfiniteValues = 0;
+
+/**
+ * How many non-finite values the series of this process have taken in so far, those of restored
+ * states included. While it stays, no series that held none holds one: a detector that found a
+ * run without any need not look through its series again (nonfiniteDrafts).
+ */
+export function nonfiniteTaken(): number {
+  return nonfiniteValues;
+}
+
 export class SeriesStats {
   summary = new RunningStats();
   window: RollingWindow;
   ewma: Ewma;
   history: History;
   curve: Curve;
-  nonfinite: NonFinite = { count: 0, firstStep: null, lastStep: null, lastValue: null };
+  private nonfinite_: NonFinite = { count: 0, firstStep: null, lastStep: null, lastValue: null };
   // The step and value of the last finite value and the latest step written, NaN for none: kept
   // as plain numbers, so that V8 stores them in place (a field that may hold null boxes every
   // fraction written to it: two allocations per value on the hottest path). Read as null for none.
@@ -67,6 +79,11 @@ export class SeriesStats {
     this.ewma = Ewma.fromHalfLife(opts.ewmaHalfLife);
     this.history = new History(opts.history);
     this.curve = new Curve(opts.curveBuckets);
+  }
+
+  /** The non-finite values taken in (counted, never mixed into the statistics). */
+  get nonfinite(): Readonly<NonFinite> {
+    return this.nonfinite_;
   }
 
   /** The step of the last finite value; null before any. */
@@ -96,8 +113,9 @@ export class SeriesStats {
     if (step <= this.latest_) this.rewind(step);
     this.latest_ = step;
     if (!Number.isFinite(v)) {
-      const nf = this.nonfinite;
+      const nf = this.nonfinite_;
       nf.count++;
+      nonfiniteValues++;
       nf.firstStep ??= step;
       nf.lastStep = step;
       nf.lastValue = String(v);
@@ -150,7 +168,7 @@ export class SeriesStats {
     this.lastStep_ = n > 0 ? kept.steps[n - 1]! : NaN;
     this.lastValue_ = n > 0 ? kept.values[n - 1]! : NaN;
     if (this.nonfinite.firstStep !== null && this.nonfinite.firstStep >= step)
-      this.nonfinite = { count: 0, firstStep: null, lastStep: null, lastValue: null };
+      this.nonfinite_ = { count: 0, firstStep: null, lastStep: null, lastValue: null };
     const r = (this.rewinds ??= { count: 0, values: 0, lastTo: null, inexact: false });
     r.count++;
     r.values += dropped.values.length;
@@ -180,7 +198,8 @@ export class SeriesStats {
     s.ewma = Ewma.from(j.ewma);
     s.history = History.from(j.history, opts.history);
     s.curve = Curve.from(j.curve);
-    s.nonfinite = { ...j.nonfinite };
+    s.nonfinite_ = { ...j.nonfinite };
+    nonfiniteValues += j.nonfinite.count;
     s.lastStep_ = j.lastStep ?? NaN;
     s.lastValue_ = j.lastValue ?? NaN;
     const latest = Math.max(j.lastStep ?? -Infinity, j.nonfinite.lastStep ?? -Infinity);
