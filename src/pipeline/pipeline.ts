@@ -646,7 +646,12 @@ export class Pipeline {
     const key = roundOf(src.place);
     if (this.byRound.get(key)?.size === 1 && this.young(src)) await this.lookOnDisk(src, (place) => sameRound(place, src.place));
     const group = this.groupOf(key) ?? [src];
-    const out = group.length === 1 && src.held.length === 0 ? await this.poll(file) : await this.drainRound(group, hold, src);
+    const out =
+      group.length === 1 && src.held.length === 0
+        ? await this.poll(file)
+        : this.unmerged(group, hold, src)
+          ? await this.drainAlone(src)
+          : await this.drainRound(group, hold, src);
     // What was read is judged at once by the detectors of facts (a NaN, a crash).
     const run = this.registry.get(src.place.run);
     if (this.opts.engine !== undefined && run !== undefined) {
@@ -700,22 +705,30 @@ export class Pipeline {
    * the write comes just after the read. At 200 lines/s into one file of each round, this spared
    * every read a second read of a file that had not grown (BENCHMARKS.md, session 19).
    */
+  /**
+   * The usual read of a daemon, where drainRound has nothing to merge: only the asked file has
+   * something new (the others raised no event since their last read, see drainRound), and no other
+   * file of the round holds its steps back (capBy).
+   */
+  private unmerged(group: readonly FileSource[], hold: boolean, asked: FileSource): boolean {
+    if (!hold || this.opts.tail.trustEvents !== true || asked.held.length > 0) return false;
+    const now = this.opts.now();
+    for (const o of group) if (o !== asked && (o.unread || o.held.length > 0 || capBy(o, now) !== Infinity)) return false;
+    return true;
+  }
+
+  /** drainRound of a read that has nothing to merge (unmerged): the asked file read as drainRound reads it. */
+  private async drainAlone(asked: FileSource): Promise<ReadOutcome> {
+    for (;;) {
+      if (breatheDue()) await breathe();
+      const out = await this.poll(asked.file, this.sink, MERGE_BYTES);
+      if (out !== 'more') return out;
+    }
+  }
+
   private async drainRound(group: readonly FileSource[], hold: boolean, asked: FileSource): Promise<ReadOutcome> {
     const told = hold && this.opts.tail.trustEvents === true;
     const now = this.opts.now();
-    // The usual read of a daemon: only the asked file has something new, and no other file of the
-    // round holds its steps back. Read as the merge would, without it.
-    if (
-      told &&
-      asked.held.length === 0 &&
-      group.every((o) => o === asked || (!o.unread && o.held.length === 0 && capBy(o, now) === Infinity))
-    ) {
-      for (;;) {
-        if (breatheDue()) await breathe();
-        const out = await this.poll(asked.file, this.sink, MERGE_BYTES);
-        if (out !== 'more') return out;
-      }
-    }
     const ended = new Map<FileSource, ReadOutcome>();
     interface Lane {
       src: FileSource;

@@ -59,8 +59,8 @@ type Found = { name: string; stats: SeriesStats } | null;
 
 type Named = { name: string; stats: SeriesStats };
 
-/** What the lookups found in one round, and the series count then. */
-interface RoundMemo {
+/** What the lookups found in one round, and the series count then (RoundState.lookups). */
+export interface RoundMemo {
   series: number;
   by: Map<Quantity, Found>;
   all: Map<Quantity, Named[]>;
@@ -68,16 +68,14 @@ interface RoundMemo {
 }
 
 /**
- * What seriesFor, allSeriesFor and seriesNamed found in each round, while the round has as many
+ * What seriesFor, allSeriesFor and seriesNamed found in a round, while the round has as many
  * series as then (a round's series are only ever added): the detectors ask the same questions at
- * every evaluation.
+ * every evaluation. Kept on the round itself, a field read rather than a lookup in a table of rounds.
  */
-const found = new WeakMap<RoundState, RoundMemo>();
-
 function foundIn(round: RoundState): RoundMemo {
-  let memo = found.get(round);
-  if (memo === undefined || memo.series !== round.series.size)
-    found.set(round, (memo = { series: round.series.size, by: new Map(), all: new Map(), named: new Map() }));
+  let memo = round.lookups;
+  if (memo === null || memo.series !== round.series.size)
+    round.lookups = memo = { series: round.series.size, by: new Map(), all: new Map(), named: new Map() };
   return memo;
 }
 

@@ -1,6 +1,7 @@
 /** One round of one role in one run (e.g. selector round 2): its steps and its series. */
 import { ListedRecord, ShapedRecord } from '../parsers/keys.js';
 import type { FormatId, MetricRecord, Role } from '../parsers/types.js';
+import type { RoundMemo } from './quantities.js';
 import { SeriesStats, type SeriesJSON, type StatsOptions } from './series.js';
 import { History, type HistoryJSON } from '../stats/rolling.js';
 import { humanDuration } from '../util/format.js';
@@ -97,6 +98,8 @@ export class RoundState {
   /** (step, trainer time) of recent steps whose records carry a time. */
   stepTimes = new History(64);
   readonly series = new Map<string, SeriesStats>();
+  /** What the quantity lookups found in this round (quantities.ts fills and reads it). */
+  lookups: RoundMemo | null = null;
   /** The record count at the last toJSONText, and the text kept when the round had not changed. */
   private text: { records: number; json: string | null } | null = null;
 
