@@ -104,9 +104,19 @@ export class LineSource extends FileSource<LineParser> {
     this.tailer.suspectPath();
   }
 
-  async poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
-    if (!this.looked) await this.lookAtHead();
-    if (this.refused !== null) return 'idle';
+  poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
+    // Once the head was looked at, the tailer's promise itself: no frame of this function's waits on it.
+    return this.looked ? this.readTail(sink, now, maxBytes) : this.pollFirst(sink, now, maxBytes);
+  }
+
+  /** A poll before the head was looked at (and again while the file is empty or gone). */
+  private async pollFirst(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
+    await this.lookAtHead();
+    return this.readTail(sink, now, maxBytes);
+  }
+
+  private readTail(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
+    if (this.refused !== null) return Promise.resolve('idle');
     return this.tailer.read((lines, endOffset, ahead) => this.apply(lines, endOffset, sink, now, ahead), maxBytes);
   }
 

@@ -234,7 +234,8 @@ export class FileTailer {
     if (this.trustEvents && !this.pathSuspect && this.fh !== null && this.tailLen > 0) {
       // The name still leads to the open file: read on from the descriptor, no stat. A shorter
       // file or changed bytes before readPos show in the verified read.
-      return this.settle(await this.readFrom(deliver, budget, Infinity, true), deliver, budget, Infinity);
+      const out = await this.readFrom(deliver, budget, Infinity, true);
+      return out === 'truncated' || out === 'rewritten' ? this.settle(out, deliver, budget, Infinity) : out;
     }
     let st: Stats;
     try {
@@ -266,17 +267,12 @@ export class FileTailer {
       this.notices.truncated?.({ from: this.readPos, rewritten: true });
       this.reset();
     }
-    return this.settle(await this.readFrom(deliver, budget, st.size, true), deliver, budget, st.size);
+    const out = await this.readFrom(deliver, budget, st.size, true);
+    return out === 'truncated' || out === 'rewritten' ? this.settle(out, deliver, budget, st.size) : out;
   }
 
   /** After a verified read: a file found cut ('truncated') or rewritten is read again from the start. */
-  private async settle(
-    outcome: ReadOutcome | 'truncated' | 'rewritten',
-    deliver: Deliver,
-    budget: number,
-    size: number,
-  ): Promise<ReadOutcome> {
-    if (outcome !== 'truncated' && outcome !== 'rewritten') return outcome;
+  private async settle(outcome: 'truncated' | 'rewritten', deliver: Deliver, budget: number, size: number): Promise<ReadOutcome> {
     this.notices.truncated?.({ from: this.readPos, rewritten: outcome === 'rewritten' });
     this.reset();
     // From the start again, with nothing to compare: neither can come back.
@@ -417,7 +413,8 @@ export class FileTailer {
       let check = verify && this.tailLen > 0 ? this.tailLen : 0;
       for (;;) {
         if (this.readPos >= size) return this.backlogRead('idle');
-        const part = await this.takePart(size);
+        // (No part read ahead, the usual case: nothing to wait for.)
+        const part = this.part === null ? null : await this.takePart(size);
         if (part !== null && check > 0) {
           // The bytes before the part compared, as a read from `check` bytes early would.
           const head = Buffer.allocUnsafe(check);
@@ -426,7 +423,9 @@ export class FileTailer {
           check = 0;
         }
         const data = part?.buf ?? buf;
-        const got = part?.got ?? (await this.io.read(fh, buf, buf.length, this.readPos - check));
+        let got = part?.got ?? this.io.read(fh, buf, buf.length, this.readPos - check);
+        // A synchronous read (TailOptions.sync) is not awaited: no turn of the microtask queue.
+        if (typeof got !== 'number') got = await got;
         if (check > 0) {
           if (got < check) return 'truncated';
           if (buf.compare(this.tail, 0, check, 0, check) !== 0) return 'rewritten';
