@@ -688,24 +688,6 @@ export class Pipeline {
   }
 
   /**
-   * The merge of read: each file read a little at a time (until it has nothing new), the lowest
-   * step first. Returns how the asked file's last read ended.
-   *
-   * With `hold` (a daemon's read), records at steps past the last step of another file of the
-   * round are kept in their file (FileSource.held) for the next read, while that file read
-   * something within HOLD_MS: a daemon reads the files of a round one after the other while the
-   * trainer writes, so the second can be read to step 26 while the first stood at 8; applied at
-   * once, its steps 9 to 26 would be judged without the first file's, a state analyze never sees.
-   *
-   * With `hold` and a watcher whose events are trusted (the folder watcher: one inotify queue, in
-   * the order the writes happened), the round's other files are read only when an event or a
-   * sweep marked them (FileSource.unread): one that raised no event since its last read has
-   * nothing new, and counts as read to its end. A write whose event comes later is read at that
-   * event, and a step read meanwhile past such a file's last step waits for it (the hold), as when
-   * the write comes just after the read. At 200 lines/s into one file of each round, this spared
-   * every read a second read of a file that had not grown (BENCHMARKS.md, session 19).
-   */
-  /**
    * The usual read of a daemon, where drainRound has nothing to merge: only the asked file has
    * something new (the others raised no event since their last read, see drainRound), and no other
    * file of the round holds its steps back (capBy).
@@ -726,6 +708,24 @@ export class Pipeline {
     }
   }
 
+  /**
+   * The merge of read: each file read a little at a time (until it has nothing new), the lowest
+   * step first. Returns how the asked file's last read ended.
+   *
+   * With `hold` (a daemon's read), records at steps past the last step of another file of the
+   * round are kept in their file (FileSource.held) for the next read, while that file read
+   * something within HOLD_MS: a daemon reads the files of a round one after the other while the
+   * trainer writes, so the second can be read to step 26 while the first stood at 8; applied at
+   * once, its steps 9 to 26 would be judged without the first file's, a state analyze never sees.
+   *
+   * With `hold` and a watcher whose events are trusted (the folder watcher: one inotify queue, in
+   * the order the writes happened), the round's other files are read only when an event or a
+   * sweep marked them (FileSource.unread): one that raised no event since its last read has
+   * nothing new, and counts as read to its end. A write whose event comes later is read at that
+   * event, and a step read meanwhile past such a file's last step waits for it (the hold), as when
+   * the write comes just after the read. At 200 lines/s into one file of each round, this spared
+   * every read a second read of a file that had not grown (BENCHMARKS.md, session 19).
+   */
   private async drainRound(group: readonly FileSource[], hold: boolean, asked: FileSource): Promise<ReadOutcome> {
     const told = hold && this.opts.tail.trustEvents === true;
     const now = this.opts.now();

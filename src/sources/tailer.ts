@@ -234,8 +234,7 @@ export class FileTailer {
     if (this.trustEvents && !this.pathSuspect && this.fh !== null && this.tailLen > 0) {
       // The name still leads to the open file: read on from the descriptor, no stat. A shorter
       // file or changed bytes before readPos show in the verified read.
-      const out = await this.readFrom(deliver, budget, Infinity, true);
-      return out === 'truncated' || out === 'rewritten' ? this.settle(out, deliver, budget, Infinity) : out;
+      return this.settle(await this.readFrom(deliver, budget, Infinity, true), deliver, budget, Infinity);
     }
     let st: Stats;
     try {
@@ -267,16 +266,24 @@ export class FileTailer {
       this.notices.truncated?.({ from: this.readPos, rewritten: true });
       this.reset();
     }
-    const out = await this.readFrom(deliver, budget, st.size, true);
-    return out === 'truncated' || out === 'rewritten' ? this.settle(out, deliver, budget, st.size) : out;
+    return this.settle(await this.readFrom(deliver, budget, st.size, true), deliver, budget, st.size);
   }
 
-  /** After a verified read: a file found cut ('truncated') or rewritten is read again from the start. */
-  private async settle(outcome: 'truncated' | 'rewritten', deliver: Deliver, budget: number, size: number): Promise<ReadOutcome> {
+  /**
+   * After a verified read: a file found cut ('truncated') or rewritten is read again from the
+   * start; any other outcome is handed back as it is, without a promise of its own.
+   */
+  private settle(
+    outcome: ReadOutcome | 'truncated' | 'rewritten',
+    deliver: Deliver,
+    budget: number,
+    size: number,
+  ): ReadOutcome | Promise<ReadOutcome> {
+    if (outcome !== 'truncated' && outcome !== 'rewritten') return outcome;
     this.notices.truncated?.({ from: this.readPos, rewritten: outcome === 'rewritten' });
     this.reset();
     // From the start again, with nothing to compare: neither can come back.
-    return (await this.readFrom(deliver, budget, size)) as ReadOutcome;
+    return this.readFrom(deliver, budget, size) as Promise<ReadOutcome>;
   }
 
   async close(): Promise<void> {
