@@ -535,8 +535,16 @@ export const RUN_FILES = [
 /**
  * `runs` runs of RUN_FILES under `dir`/runs, each file holding one line, and a config saving to
  * `dir`/state: every file, the ones that grow (one per run), and the config's path.
+ * `statusInterval`: how often the daemon logs its status line, which Watcher.until reads the
+ * counts from; null leaves the default (60s), for a benchmark that waits only for the first line
+ * (logged once the catch-up is done) and measures the daemon as a user runs it: a status line a
+ * second cost 6% of the daemon's CPU following 200 runs at 200 lines/s (BENCHMARKS.md, session 35).
  */
-export function runTree(dir: string, runs: number): { all: string[]; writers: string[]; cfg: string } {
+export function runTree(
+  dir: string,
+  runs: number,
+  statusInterval: string | null = '1s',
+): { all: string[]; writers: string[]; cfg: string } {
   const all: string[] = [];
   const writers: string[] = [];
   for (let r = 0; r < runs; r++) {
@@ -549,7 +557,8 @@ export function runTree(dir: string, runs: number): { all: string[]; writers: st
     }
   }
   const cfg = path.join(dir, 'c.yaml');
-  writeFileSync(cfg, `state_dir: ${dir}/state\nwatch: {status_interval: 1s}\nlog: {format: json}\n`);
+  const watch = statusInterval === null ? '' : `watch: {status_interval: ${statusInterval}}\n`;
+  writeFileSync(cfg, `state_dir: ${dir}/state\n${watch}log: {format: json}\n`);
   return { all, writers, cfg };
 }
 

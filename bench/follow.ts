@@ -4,7 +4,8 @@
  * and then every 50 ms (4,000 lines/s, a stress), against a bare follower of the same files
  * measured in the same run (fs.watch on each file, read the new bytes, split lines, JSON.parse
  * each: the least any follower must do). CPU is the time of all threads from /proc/<pid>/task/*
- * /schedstat, after WARM_S seconds of lines at the training pace. In each of `rounds` rounds the
+ * /schedstat, after a warm-up (WARM_STEPS lines per run at the busy pace, then WARM_S seconds at
+ * the training pace: see WARM_STEPS). In each of `rounds` rounds the
  * builds follow at once, each its own tree (twin trees, written alike at the same moments), then
  * the bare follower alone; the median of the rounds is reported (the mean of the middle two when
  * even). Issue 20's target: barwatch <= 3x the bare follower at both paces.
@@ -50,11 +51,20 @@ interface Tree {
 const SETTLE_MS = QUICK ? 3_000 : 10_000;
 
 /**
- * Then, every follower alike, lines at the training pace before measuring: V8 compiles a function
- * once it has run often enough, so the first seconds of lines carry the compiler's work (on its
- * own threads, about a third of barwatch's CPU in its first 12 s at 200 lines/s: 61 functions
- * optimised there, 17 after 10 s of lines), a cost paid once per start, not while following for days.
+ * Then, every follower alike, lines until V8 has compiled what following runs: it optimises a
+ * function once it has run often enough, and a detector judged every 16th or 64th step gets there
+ * only after hundreds of a run's steps. At the training pace that took minutes: traced with
+ * --trace-opt on a resumed daemon, 29 functions (114 ms of compiler time) were optimised in the
+ * 30 s after 10 s of lines, still 19 (98 ms) three minutes later and 2-13 a window after six;
+ * 1.7 s of compiler time in the first nine and a half minutes, paid once per start, not while
+ * following for days. The bare follower, too, was measured before V8 had optimised its few
+ * functions: 0.36% of a core then, 0.27% after this warm-up (session 35). So the warm-up first
+ * writes WARM_STEPS lines per run at the busy pace (a run's steps, not time, are what makes its
+ * detectors' code hot: after 400 of them, the compiler's time in a 30 s window fell to 27-35 ms),
+ * then WARM_S seconds at the training pace, so that the busy lines' garbage is collected before
+ * the measurement starts.
  */
+const WARM_STEPS = QUICK ? 20 : 400;
 const WARM_S = QUICK ? 3 : 10;
 
 interface Kind {
@@ -97,7 +107,8 @@ export async function main(): Promise<void> {
       builds.map(() => {
         const own = path.join(dir, `tree${++made}`);
         mkdirSync(own);
-        return { dir: own, ...runTree(own, runs) };
+        // The default status interval: until(0) waits only for the first status line.
+        return { dir: own, ...runTree(own, runs, null) };
       });
     let trees = plant();
     // samples[kind][pace] = CPU % of each round
@@ -107,6 +118,7 @@ export async function main(): Promise<void> {
     /** Lines at each pace, CPU of `pids` over each; every tree is written, followed or not. */
     const measure = async (names: string[], pids: number[]): Promise<void> => {
       const groups = trees.map((t) => t.writers);
+      step = await appendEvery(groups, PACES[1]!, (WARM_STEPS * PACES[1]!) / 1000, step);
       step = await appendEvery(groups, PACES[0]!, WARM_S, step);
       for (const ms of PACES) {
         const lines = appendEvery(groups, ms, seconds, step);

@@ -29,7 +29,8 @@ export async function main(): Promise<void> {
   const seconds = arg('seconds', 60, 6);
   const dir = mkdtempSync(path.join(tmpdir(), 'barwatch-idle-'));
   try {
-    const { all, cfg } = runTree(dir, runs);
+    // The default status interval: the first status line, once the catch-up is done, counts every file's line.
+    const { all, cfg } = runTree(dir, runs, null);
     const idleOf = async (bin?: string): Promise<{ cpuPct: number; rssStart: number; rssEnd: number }> => {
       rmSync(path.join(dir, 'state'), { recursive: true, force: true });
       const w = new Watcher([path.join(dir, 'runs'), '--config', cfg], {}, bin);
