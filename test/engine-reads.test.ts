@@ -43,7 +43,7 @@ async function findingsAskingAll(dir: string): Promise<Finding[]> {
 }
 
 describe('detectors not asked where a run carries none of their quantities', () => {
-  test('seven detectors declare what they read', () => {
+  test('eight detectors declare what they read', () => {
     const declared = DETECTORS.filter((d) => d.reads !== undefined).map((d) => d.id);
     assert.deepEqual(declared.sort(), [
       'entropy-blowup',
@@ -52,6 +52,7 @@ describe('detectors not asked where a run carries none of their quantities', () 
       'kl-blowup',
       'length-at-limit',
       'length-collapse',
+      'no-learning-signal',
       'rollout-mismatch',
     ]);
   });

@@ -1,6 +1,7 @@
 /**
  * The detectors' shortcuts: a test that says "nothing can hold here" before the full computation
- * runs (grad-spike's maySpike, length-collapse's mayFall, reward-drop's mayHaveFall) must never say so where the full
+ * runs (grad-spike's maySpike, length-collapse's mayFall, reward-drop's mayHaveFall and mayFallWithin,
+ * reward-collapse's mayReachZero) must never say so where the full
  * computation finds something. Random series of every shape the shortcuts reason about (positive
  * levels with spikes and falls, zeros, negatives, NaN, infinities, values at the thresholds), and
  * the counts of both answers, so the test cannot pass by never taking the shortcut.
@@ -10,9 +11,12 @@ import { describe, test } from 'node:test';
 import { maySpike, spikesIn } from '../src/detectors/grad-spike.js';
 import { mayFall } from '../src/detectors/length-collapse.js';
 import { latestFall } from '../src/detectors/levels.js';
-import { mayHaveFall, prefixSums, strongestFall } from '../src/detectors/reward-drop.js';
+import { collapsedFrom, mayReachZero } from '../src/detectors/reward-collapse.js';
+import { mayFallWithin, mayHaveFall, prefixSums, strongestFall } from '../src/detectors/reward-drop.js';
+import { DEFAULTS } from './helpers/defaults.js';
+import { SeriesStats } from '../src/runs/series.js';
 import { rng } from '../src/sim/random.js';
-import { History } from '../src/stats/rolling.js';
+import { History, historyValues } from '../src/stats/rolling.js';
 
 /** A series of `n` values around a level, with the oddities a trainer's log has now and then. */
 function series(rand: () => number, n: number): number[] {
@@ -145,5 +149,78 @@ describe('reward-drop: mayHaveFall', () => {
     const above = values.map((v) => (v === 0.75 ? 0.7501 : v));
     assert.equal(judge(above, 0.25).k, -1);
     assert.equal(judge(above, 0.25).may, false);
+  });
+});
+
+/** A round's series as the daemon keeps it (non-finite values counted, not kept), its history 256 points. */
+function statsOf(values: readonly number[]): SeriesStats {
+  const s = new SeriesStats({ ...DEFAULTS.stats, history: 256 });
+  values.forEach((v, i) => s.add(i + 1, v));
+  return s;
+}
+
+describe('reward-drop: mayFallWithin (before the history is copied)', () => {
+  test('never passes over a series with a change point (3,000 random series, older values out of the history, five drops)', () => {
+    const rand = rng(17);
+    let skipped = 0;
+    let falls = 0;
+    for (let c = 0; c < 3_000; c++) {
+      // Up to 400 values: past 256, the whole round holds values the history no longer does.
+      const stats = statsOf(series(rand, 30 + Math.floor(rand() * 370)));
+      const h = stats.history;
+      const n = h.length;
+      if (n < 20) continue;
+      const { s1, s2 } = prefixSums(historyValues(h), n);
+      const tailMean = (s1[n]! - s1[n - 10]!) / 10;
+      for (const drop of [0.25, 0.5, 0, 0.9, 1.2]) {
+        const k = strongestFall(s1, s2, n, 10, 10, 20, drop, 2, tailMean);
+        if (!mayFallWithin(h, stats.summary, 10, drop)) {
+          skipped++;
+          assert.equal(k, -1, `case ${c}, drop ${drop}: skipped, but a change point at ${k}`);
+        }
+        if (k >= 0) falls++;
+      }
+    }
+    assert.ok(skipped > 400, `skipped ${skipped}`);
+    assert.ok(falls > 1_000, `series with a change point ${falls}`);
+  });
+});
+
+describe('reward-collapse: mayReachZero', () => {
+  test('never passes over a collapsed series (4,000 random series, some ending at about zero, three levels)', () => {
+    const rand = rng(19);
+    let skipped = 0;
+    let collapsed = 0;
+    for (let c = 0; c < 4_000; c++) {
+      const values = series(rand, 20 + Math.floor(rand() * 380));
+      // Half of them end in a stretch at about zero (of either sign, a lucky group now and then).
+      if (rand() < 0.5) {
+        const from = Math.floor(rand() * values.length);
+        for (let i = from; i < values.length; i++) values[i] = rand() < 0.1 ? 0.3 : (rand() - 0.5) * 0.08;
+      }
+      // Some lie below zero throughout.
+      const sign = rand() < 0.2 ? -1 : 1;
+      const stats = statsOf(values.map((v) => sign * v));
+      for (const level of [0.05, 0.01, 0.2]) {
+        const from = collapsedFrom(stats.history, level, 8);
+        if (!mayReachZero(stats, level)) {
+          skipped++;
+          assert.equal(from, null, `case ${c}, level ${level}: skipped, but collapsed from ${from}`);
+        }
+        if (from !== null) collapsed++;
+      }
+    }
+    assert.ok(skipped > 300, `skipped ${skipped}`);
+    assert.ok(collapsed > 1_000, `collapsed ${collapsed}`);
+  });
+
+  test('a value exactly at the level can start a stretch, and is not passed over', () => {
+    const stats = statsOf([...Array.from({ length: 20 }, () => 0.5), ...Array.from({ length: 10 }, () => 0.05)]);
+    assert.equal(collapsedFrom(stats.history, 0.05, 8), 20);
+    assert.equal(mayReachZero(stats, 0.05), true);
+    assert.equal(mayReachZero(stats, 0.0499), false);
+    const below = statsOf([...Array.from({ length: 20 }, () => -0.5), ...Array.from({ length: 10 }, () => -0.05)]);
+    assert.equal(collapsedFrom(below.history, 0.05, 8), 20);
+    assert.equal(mayReachZero(below, 0.05), true);
   });
 });

@@ -87,6 +87,8 @@ export class DetectorEngine {
   private place: number[];
   /** Cadence of each enabled detector, in records read (see progress). */
   private every: number[];
+  /** Each enabled detector's parameters, by its place in `enabled` (a judgement reads them by index, not by the detector's id). */
+  private paramsAt: Params[];
   private readonly timeBased: ReadonlySet<string>;
   /** Keys of active findings that failed at one evaluation and not yet at a second. */
   private readonly failing = new Set<string>();
@@ -97,7 +99,8 @@ export class DetectorEngine {
   ) {
     this.enabled = detectors.filter((d) => params[d.id]?.enabled !== false);
     this.place = this.enabled.map((d) => detectors.indexOf(d));
-    this.every = this.enabled.map((d) => Math.max(1, d.every(this.paramsOf(d))));
+    this.paramsAt = this.enabled.map((d) => this.paramsOf(d));
+    this.every = this.enabled.map((d, i) => Math.max(1, d.every(this.paramsAt[i]!)));
     this.timeBased = new Set(detectors.filter((d) => d.timeBased === true).map((d) => d.id));
   }
 
@@ -109,7 +112,8 @@ export class DetectorEngine {
     this.params = params;
     this.enabled = this.detectors.filter((d) => params[d.id]?.enabled !== false);
     this.place = this.enabled.map((d) => this.detectors.indexOf(d));
-    this.every = this.enabled.map((d) => Math.max(1, d.every(this.paramsOf(d))));
+    this.paramsAt = this.enabled.map((d) => this.paramsOf(d));
+    this.every = this.enabled.map((d, i) => Math.max(1, d.every(this.paramsAt[i]!)));
     const on = new Set(this.enabled.map((d) => d.id));
     const out: Transition[] = [];
     for (const book of this.books.values()) {
@@ -202,7 +206,7 @@ export class DetectorEngine {
     const d = this.enabled[i]!;
     const place = this.place[i]!;
     book.last[place] = steps;
-    const drafts = d.reads !== undefined && !this.carries(run, book, place, d.reads) ? NO_DRAFTS : d.detect(run, this.paramsOf(d), ctx);
+    const drafts = d.reads !== undefined && !this.carries(run, book, place, d.reads) ? NO_DRAFTS : d.detect(run, this.paramsAt[i]!, ctx);
     const t = this.apply(run, book, d, drafts, decisive);
     if (t.length > 0) (out ??= []).push(...t);
     return out;
@@ -255,7 +259,7 @@ export class DetectorEngine {
       const d = this.enabled[i]!;
       if (timeOnly && d.timeBased !== true) continue;
       if (d.timeBased === true) book.last[this.place[i]!] = steps;
-      out.push(...this.apply(run, book, d, d.detect(run, this.paramsOf(d), ctx), true));
+      out.push(...this.apply(run, book, d, d.detect(run, this.paramsAt[i]!, ctx), true));
       book.nextDue = NaN;
     }
     releaseSharedPoints();

@@ -3,6 +3,7 @@
  * K < 5 the estimate is mostly noise: K = 2 gives p in {0, 0.5, 1} and a standard error of
  * sqrt(c(1-c)/K) = 0.35 at c = 0.5, so the boundary reward cannot tell good evidence from bad.
  */
+import type { RoundState } from '../runs/round.js';
 import { targetOf } from './queries.js';
 import type { Detector, Params } from './types.js';
 
@@ -27,24 +28,28 @@ export const lowRollouts: Detector<P> = {
   counts: ['min_k'],
   every: () => 1,
   detect(run, p) {
+    // k from the log, the run's config or the last round that logs a rollouts series; where it came
+    // from is put into words only for a finding (this detector judges every read).
     let k: number | undefined;
-    let source = '';
-    if (run.rollouts !== null) {
-      k = run.rollouts.k;
-      source = `log (${run.rollouts.role}${run.rollouts.round !== null ? ` round ${run.rollouts.round}` : ''})`;
-    } else if (run.settings.rollouts !== undefined) {
-      k = run.settings.rollouts;
-      source = 'run config';
-    } else {
+    let from: RoundState | null = null;
+    if (run.rollouts !== null) k = run.rollouts.k;
+    else if (run.settings.rollouts !== undefined) k = run.settings.rollouts;
+    else {
       for (const r of run.orderedRounds()) {
         const s = r.series.get('rollouts');
         if (s?.lastValue != null) {
           k = s.lastValue;
-          source = `series rollouts (${r.role} round ${r.round})`;
+          from = r;
         }
       }
     }
     if (k === undefined || !(k < p.min_k)) return [];
+    const source =
+      run.rollouts !== null
+        ? `log (${run.rollouts.role}${run.rollouts.round !== null ? ` round ${run.rollouts.round}` : ''})`
+        : from === null
+          ? 'run config'
+          : `series rollouts (${from.role} round ${from.round})`;
     const { c } = targetOf(run);
     const se = standardError(c, k);
     let need = Math.max(p.min_k, k + 1);

@@ -93,6 +93,9 @@ export const noLearningSignal: Detector<P> = {
   defaults: { enabled: true, severity: 'critical', window: 15, zero_std_frac: 0.95, max_std: 0.01 },
   counts: ['window'],
   every: () => 1,
+  // A sign needs one of these: frac_reward_zero_std, a within-step std, score max (with its min),
+  // or a grad norm (with a loss).
+  reads: ['zero_std_fraction', 'reward_std', 'score_max', 'grad_norm'],
   detect(run, p) {
     const out: Draft[] = [];
     for (const r of run.orderedRounds()) {

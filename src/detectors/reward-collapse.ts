@@ -4,6 +4,7 @@
  * policy no longer learns (TRL shows it as `frac_reward_zero_std` near 1).
  */
 import type { RoundState } from '../runs/round.js';
+import type { SeriesStats } from '../runs/series.js';
 import { rewardSeries } from './queries.js';
 import type { Detector, Draft, Params } from './types.js';
 
@@ -54,6 +55,17 @@ export function collapsedFrom(
   return from !== null && n - from >= window ? from : null;
 }
 
+/**
+ * Whether a series may hold a value within `level` of zero, by the least and the greatest value of
+ * its whole round (kept as values arrive): when not, no stretch of it sits at ~0 (collapsedFrom
+ * starts a stretch only at such a value) and its history need not be read. A reward that never
+ * came near zero is judged at every step without a look at its points.
+ */
+export function mayReachZero(stats: SeriesStats, level: number): boolean {
+  const s = stats.summary;
+  return !(s.min > level || s.max < -level);
+}
+
 /** Math.max of `xs[0..to)`, the same number (NaN for any NaN, +0 above -0) without an argument per value. */
 function maxOf(xs: readonly number[], to = xs.length): number {
   let m = -Infinity;
@@ -68,7 +80,7 @@ function maxOf(xs: readonly number[], to = xs.length): number {
 export function rewardAtZero(r: RoundState): boolean {
   const d = rewardCollapse.defaults;
   const rs = rewardSeries(r);
-  if (rs === null) return false;
+  if (rs === null || !mayReachZero(rs.stats, d.level)) return false;
   return collapsedFrom(rs.stats.history, d.level, d.window) !== null && maxOf(rs.stats.curve.means()) >= d.earlier_min;
 }
 
@@ -88,7 +100,7 @@ export const rewardCollapse: Detector<P> = {
       // Judged in place, from the newest value back (a healthy reward stops the search within a
       // tenth of the values): the points are made only for a collapse.
       const n = rs.stats.history.length;
-      if (n < p.window + 2) continue;
+      if (n < p.window + 2 || !mayReachZero(rs.stats, p.level)) continue;
       const i = collapsedFrom(rs.stats.history, p.level, p.window);
       if (i === null) continue;
       const pts = rs.stats.history.points();

@@ -6,7 +6,7 @@
  * (that detector also asks that the spread is gone); this one speaks for falls that stop short of
  * zero (a real run: 0.31 -> 0.06; another 0.90 -> 0.55).
  */
-import { historyValues } from '../stats/rolling.js';
+import { historyValues, type History, type RunningStats } from '../stats/rolling.js';
 import { rewardSeries } from './queries.js';
 import { r4 } from './levels.js';
 import { median, welch, welchTOf, type Moments } from '../stats/inference.js';
@@ -67,6 +67,19 @@ export function mayHaveFall(tailMean: number, max: number, maxAbs: number, n: nu
   if (!(drop >= 0 && drop < 1)) return true;
   const room = (n * n * 8e-16 + 1e-12) * maxAbs;
   return !(tailMean > max - drop * Math.abs(max) + room);
+}
+
+/**
+ * mayHaveFall before the history is copied: its last `minAfter` values' mean read in place, against
+ * the largest value of the whole round (`whole`, at least the history's, so the bound is at least
+ * the one mayHaveFall sets from the history itself, and its room covers what the prefix sums'
+ * rounding moves either mean). False only where no change point of the history can pass.
+ */
+export function mayFallWithin(h: History, whole: RunningStats, minAfter: number, drop: number): boolean {
+  const n = h.length;
+  let sum = 0;
+  for (let i = n - minAfter; i < n; i++) sum += h.at(i);
+  return mayHaveFall(sum / minAfter, whole.max, Math.max(-whole.min, whole.max), n, drop);
 }
 
 /** The mean of values [a, b) from their prefix sums. */
@@ -157,6 +170,9 @@ export const rewardDrop: Detector<P> = {
       const minAfter = p.min_after;
       const minBefore = Math.max(5, minAfter);
       if (n < minBefore + minAfter) continue;
+      // Before the points are copied: a reward that holds or rises is passed over here, at every
+      // other step of a healthy run.
+      if (!mayFallWithin(h, rs.stats.summary, minAfter, p.drop)) continue;
       // Prefix sums: each candidate change point costs O(1).
       const vs = historyValues(h);
       const { s1, s2, max, maxAbs } = prefixSums(vs, n);
