@@ -29,16 +29,31 @@ export interface ReadQueueOptions {
   spacingMs?: number;
 }
 
+/**
+ * What the queue knows of one file, found with one lookup per event: a daemon following hundreds
+ * of files touched four maps and a set keyed by the file's path at each event and each read.
+ */
+interface Slot {
+  readonly file: string;
+  /** When it was queued (ms, opts.now()), NaN while not queued: the ingest lag. */
+  queuedAt: number;
+  /** When its last read began (performance.now() ms), for the spacing; -Infinity before any. */
+  lastRead: number;
+  /** Whether it is in `queue` (waiting for the reader, not for its spacing). */
+  queued: boolean;
+  /** The timer that queues it once its spacing has passed, while it waits for that. */
+  spaced: NodeJS.Timeout | null;
+}
+
 export class ReadQueue {
-  private readonly queue = new Set<string>();
+  /** Files queued for the reader, first come first read; each at most once (Slot.queued). */
+  private queue: Slot[] = [];
+  private head = 0;
   private working: Promise<void> | null = null;
   private readonly rechecks = new Map<string, NodeJS.Timeout>();
-  /** When each queued file was queued (ms): the ingest lag. */
-  private readonly queuedAt = new Map<string, number>();
-  /** When each file's last read began (performance.now() ms), for the spacing. */
-  private readonly lastRead = new Map<string, number>();
-  /** Files whose read waits for the spacing, and the timer that queues each. */
-  private readonly spaced = new Map<string, NodeJS.Timeout>();
+  private readonly slots = new Map<string, Slot>();
+  /** Files waiting for their spacing (Slot.spaced set). */
+  private spacedCount = 0;
   /** Resolves the waiters of idle() once no read waits for its spacing. */
   private spacedDone: (() => void)[] = [];
   private stopped = false;
@@ -47,39 +62,68 @@ export class ReadQueue {
 
   /** Files waiting to be read, those waiting for their spacing included. */
   get size(): number {
-    return this.queue.size + this.spaced.size;
+    return this.queue.length - this.head + this.spacedCount;
   }
 
   /** When the file that has waited longest was queued, or null when nothing waits. */
   oldestQueuedAt(): number | null {
     let oldest: number | null = null;
-    for (const at of this.queuedAt.values()) oldest = oldest === null ? at : Math.min(oldest, at);
+    for (const slot of this.slots.values())
+      if (!Number.isNaN(slot.queuedAt)) oldest = oldest === null ? slot.queuedAt : Math.min(oldest, slot.queuedAt);
     return oldest;
+  }
+
+  private slotOf(file: string): Slot {
+    let slot = this.slots.get(file);
+    if (slot === undefined) {
+      slot = { file, queuedAt: NaN, lastRead: -Infinity, queued: false, spaced: null };
+      this.slots.set(file, slot);
+    }
+    return slot;
   }
 
   /** Queues a file for reading: now, or once its spacing since its last read has passed. */
   schedule(file: string): void {
-    if (this.stopped || this.spaced.has(file)) return;
-    if (!this.queuedAt.has(file)) this.queuedAt.set(file, this.opts.now());
-    const wait = (this.lastRead.get(file) ?? -Infinity) + (this.opts.spacingMs ?? 0) - performance.now();
-    if (wait > 0 && !this.queue.has(file)) {
-      const t = setTimeout(() => {
-        this.spaced.delete(file);
-        this.enqueue(file);
-        if (this.spaced.size === 0) for (const done of this.spacedDone.splice(0)) done();
-      }, Math.ceil(wait));
+    if (this.stopped) return;
+    const slot = this.slotOf(file);
+    if (slot.spaced !== null) return;
+    if (Number.isNaN(slot.queuedAt)) slot.queuedAt = this.opts.now();
+    const wait = slot.lastRead + (this.opts.spacingMs ?? 0) - performance.now();
+    if (wait > 0 && !slot.queued) {
       // Not unref'd: the read is owed (stop() clears it).
-      this.spaced.set(file, t);
+      slot.spaced = setTimeout(() => {
+        slot.spaced = null;
+        this.spacedCount--;
+        this.enqueue(slot);
+        if (this.spacedCount === 0) for (const done of this.spacedDone.splice(0)) done();
+      }, Math.ceil(wait));
+      this.spacedCount++;
       return;
     }
-    this.enqueue(file);
+    this.enqueue(slot);
   }
 
-  private enqueue(file: string): void {
-    this.queue.add(file);
+  private enqueue(slot: Slot): void {
+    if (!slot.queued) {
+      slot.queued = true;
+      this.queue.push(slot);
+    }
     this.working ??= this.work().finally(() => {
       this.working = null;
     });
+  }
+
+  /** The next file for the reader, taken off the queue; null when it is empty. */
+  private take(): Slot | null {
+    if (this.head === this.queue.length) return null;
+    const slot = this.queue[this.head++]!;
+    // The queue is emptied as read and made anew once read to its end, so it never grows past what waits at once.
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    }
+    slot.queued = false;
+    return slot;
   }
 
   /**
@@ -98,21 +142,22 @@ export class ReadQueue {
   }
 
   private async work(): Promise<void> {
-    while (this.queue.size > 0) {
-      // Reads of local files are synchronous: between two, /healthz, timers and signals get their turn.
+    while (this.head < this.queue.length) {
+      // Reads of local files are synchronous: between two, /healthz, timers and signals get their
+      // turn (an event meanwhile finds its file still queued).
       if (breatheDue()) await breathe();
-      const file = this.queue.values().next().value as string;
-      this.queue.delete(file);
-      this.lastRead.set(file, performance.now());
-      const out = await this.opts.read(file);
+      const slot = this.take();
+      if (slot === null) return;
+      slot.lastRead = performance.now();
+      const out = await this.opts.read(slot.file);
       if (out === 'more') {
-        this.queue.add(file);
+        this.enqueue(slot);
         continue;
       }
-      this.queuedAt.delete(file);
+      slot.queuedAt = NaN;
       if (out === 'gone') {
-        this.lastRead.delete(file);
-        await this.opts.gone(file);
+        this.slots.delete(slot.file);
+        await this.opts.gone(slot.file);
       }
     }
   }
@@ -120,7 +165,7 @@ export class ReadQueue {
   /** Resolves when every queued read is done, those waiting for their spacing included. */
   async idle(): Promise<void> {
     for (;;) {
-      if (this.spaced.size > 0) await new Promise<void>((resolve) => this.spacedDone.push(resolve));
+      if (this.spacedCount > 0) await new Promise<void>((resolve) => this.spacedDone.push(resolve));
       else if (this.working !== null) await this.working;
       else return;
     }
@@ -131,10 +176,15 @@ export class ReadQueue {
     this.stopped = true;
     for (const t of this.rechecks.values()) clearTimeout(t);
     this.rechecks.clear();
-    for (const t of this.spaced.values()) clearTimeout(t);
-    this.spaced.clear();
+    for (const slot of this.slots.values()) {
+      if (slot.spaced !== null) clearTimeout(slot.spaced);
+      slot.spaced = null;
+      slot.queued = false;
+    }
+    this.spacedCount = 0;
     for (const done of this.spacedDone.splice(0)) done();
-    this.queue.clear();
+    this.queue = [];
+    this.head = 0;
     await this.idle();
   }
 }
