@@ -1,6 +1,6 @@
 /** The read path: restarts that resume from saved state give the same statistics as one pass. */
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync, statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync, renameSync, statSync, truncateSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { pino } from 'pino';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -462,6 +462,63 @@ describe('pipeline', () => {
     appendFileSync(log, 'step=3 loss=0.1\n');
     await q.read(history);
     assert.equal(q.sources.get(log)!.counters.lines, 3);
+    await p.close();
+    await q.close();
+  });
+
+  test('a sweep passes over a file one stat shows as it was read; a file grown, cut, replaced, holding steps back, young or never read is read', async () => {
+    const { dir, history, log } = roundFiles();
+    const line = (step: number): string => `${JSON.stringify({ step, boundary: 0.5 })}\n`;
+    writeFileSync(history, line(1));
+    writeFileSync(log, 'step=1 loss=0.3\n');
+    let now = 1_000_000;
+    const p = new Pipeline({ ...opts(), tail: { ...DEFAULTS.tail, sync: true, trustEvents: true }, now: () => now, live: true });
+    await trackRound(p, dir);
+    const src = (f: string) => p.sources.get(f)!;
+    const passed = (f: string): boolean => p.unchangedOnDisk(src(f));
+    assert.equal(passed(history), false, 'never read');
+    await p.read(history);
+    assert.deepEqual([passed(history), passed(log)], [true, true]);
+    appendFileSync(history, line(2));
+    assert.equal(passed(history), false, 'grown');
+    assert.equal(passed(log), true);
+    // Its step 2 waits for train.log's (read just now, at step 1): held back, so read at each sweep.
+    now += 100;
+    p.changed(history);
+    await p.read(history);
+    assert.equal(src(history).held.length, 1);
+    assert.equal(passed(history), false, 'holding steps back');
+    appendFileSync(log, 'step=2 loss=0.2\n');
+    p.changed(log);
+    await p.read(history);
+    assert.equal(src(history).held.length, 0);
+    assert.deepEqual([passed(history), passed(log)], [true, true]);
+    // Part of a line: read and kept by the tailer, so the file is as long as what was read.
+    appendFileSync(history, '{"step": 3, "bound');
+    assert.equal(passed(history), false);
+    await p.read(history);
+    assert.equal(passed(history), true);
+    // Cut, and replaced by a copy of the same length (another inode).
+    truncateSync(history, 10);
+    assert.equal(passed(history), false, 'cut');
+    const text = readFileSync(log);
+    renameSync(log, `${log}.1`);
+    writeFileSync(log, text);
+    assert.equal(passed(log), false, 'replaced');
+    // A young file alone in its round looks on disk for the others at each read: never passed over.
+    const young = roundFiles();
+    writeFileSync(young.history, line(1));
+    await trackRound(p, young.dir);
+    await p.read(young.history);
+    assert.equal(passed(young.history), false, 'young and alone');
+    for (let s = 2; s <= 9; s++) appendFileSync(young.history, line(s));
+    await p.read(young.history);
+    assert.equal(passed(young.history), true);
+    // Asynchronous reads (watch.poll, files on a network file system): every sweep reads.
+    const q = new Pipeline({ ...opts(), tail: { ...DEFAULTS.tail, sync: false } });
+    await trackRound(q, young.dir);
+    await q.drain(young.history);
+    assert.equal(q.unchangedOnDisk(q.sources.get(young.history)!), false);
     await p.close();
     await q.close();
   });

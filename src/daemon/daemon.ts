@@ -317,7 +317,9 @@ export class Daemon {
     const now = this.now();
     p.tick(this.opts.config.parser.debugStepGapMs);
     for (const [file, src] of p.sources) {
-      // A missed rename costs at most one sweep too: every path is looked at again.
+      // A missed write or rename costs at most one sweep: every path is looked at again, with one
+      // stat where that shows the file as it was read (its read would find nothing).
+      if (p.unchangedOnDisk(src)) continue;
       src.suspectPath();
       p.changed(file);
       this.queue.schedule(file);

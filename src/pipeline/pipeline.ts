@@ -166,7 +166,7 @@ export class Pipeline {
   private readonly byRound = new Map<string, Set<FileSource>>();
   /** byRound's files of each round in order (groupOf), made at the round's first read after a change. */
   private readonly groups = new Map<string, FileSource[]>();
-  /** How often a young file alone in its round was looked beside on disk (see young). */
+  /** How often a young file alone in its round was looked beside on disk (see isYoung). */
   private readonly looks = new WeakMap<FileSource, number>();
   /** Counters of files no longer followed (removed), by path. */
   private readonly retired = new Map<string, FileCounters>();
@@ -330,6 +330,19 @@ export class Pipeline {
       }
       return 'idle';
     }
+  }
+
+  /**
+   * Whether a sweep may pass over a file (Daemon.sweep): read before, with records, nothing held
+   * back for its round, not one whose reads look for more (a young file alone in its round, a file
+   * cut short by a newer one's first step), and unchanged on disk by one stat. Its read would stat
+   * the path and find nothing; a sweep of 800 idle files made 800 such reads, each through the
+   * merge of its round (BENCHMARKS.md, session 37).
+   */
+  unchangedOnDisk(src: FileSource): boolean {
+    if (!this.opened.has(src) || src.counters.records === 0 || src.held.length > 0 || src.input.stepClock === true) return false;
+    if (this.byRound.get(roundOf(src.place))?.size === 1 && this.isYoung(src)) return false;
+    return src.unchangedOnDisk();
   }
 
   /** A watcher's event or a sweep says `file` may have grown (FileSource.unread). */
@@ -644,7 +657,10 @@ export class Pipeline {
     // and writes its first metrics elsewhere): while a file alone in its round is young, each read
     // looks for the others, so they are merged from their first step whatever the watcher's delay.
     const key = roundOf(src.place);
-    if (this.byRound.get(key)?.size === 1 && this.young(src)) await this.lookOnDisk(src, (place) => sameRound(place, src.place));
+    if (this.byRound.get(key)?.size === 1 && this.isYoung(src)) {
+      this.looks.set(src, (this.looks.get(src) ?? 0) + 1);
+      await this.lookOnDisk(src, (place) => sameRound(place, src.place));
+    }
     const group = this.groupOf(key) ?? [src];
     const out =
       group.length === 1 && src.held.length === 0
@@ -677,14 +693,11 @@ export class Pipeline {
     return group;
   }
 
-  /** Whether a file alone in its round is still looked beside on disk (see read), counting the look. */
-  private young(src: FileSource): boolean {
-    const looks = this.looks.get(src) ?? 0;
-    if (looks >= YOUNG_LOOKS) return false;
+  /** Whether a file alone in its round is still looked beside on disk (see read, which counts the looks). */
+  private isYoung(src: FileSource): boolean {
+    if ((this.looks.get(src) ?? 0) >= YOUNG_LOOKS) return false;
     const last = this.registry.get(src.place.run)?.round(src.place.role, src.place.round)?.lastStep ?? null;
-    if (last !== null && last >= YOUNG_STEPS) return false;
-    this.looks.set(src, looks + 1);
-    return true;
+    return last === null || last < YOUNG_STEPS;
   }
 
   /**

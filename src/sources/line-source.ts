@@ -104,6 +104,10 @@ export class LineSource extends FileSource<LineParser> {
     this.tailer.suspectPath();
   }
 
+  override unchangedOnDisk(): boolean {
+    return this.refused === null && this.tailer.unchangedOnDisk();
+  }
+
   poll(sink: Sink, now: number, maxBytes?: number): Promise<ReadOutcome> {
     // Once the head was looked at, the tailer's promise itself: no frame of this function's waits on it.
     return this.looked ? this.readTail(sink, now, maxBytes) : this.pollFirst(sink, now, maxBytes);

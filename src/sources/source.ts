@@ -145,6 +145,11 @@ export abstract class FileSource<P extends Parser = Parser> {
   /** The watcher saw this file's name change: a line file stats its path at the next read. */
   suspectPath(): void {}
 
+  /** Whether a read now would find nothing new, from one stat (a line file read on local disks; false where in doubt). */
+  unchangedOnDisk(): boolean {
+    return false;
+  }
+
   /**
    * Time passes without a read (Daemon.sweep): a format whose records end when the writer pauses
    * (InputFormat.idleFlush) gives the one it holds once the file has been quiet for `idleMs`.

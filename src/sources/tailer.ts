@@ -220,6 +220,23 @@ export class FileTailer {
     return { dev: this.dev, ino: this.ino, offset: this.offset, fp: this.fp, fpLen: this.fpLen };
   }
 
+  /**
+   * Whether a read now would find nothing (one stat of the path, synchronous reads only): the name
+   * leads to the open file, which is as long as what was read. False where in doubt (not open yet,
+   * a backlog on the decode thread, asynchronous reads, a stat that fails): the read then decides.
+   * The read itself answers 'idle' for such a file (see read), so passing over it changes nothing.
+   */
+  unchangedOnDisk(): boolean {
+    if (this.io !== SYNC_IO || this.fh === null || this.decoding || this.part !== null) return false;
+    let st: Stats | undefined;
+    try {
+      st = statSync(this.file, { throwIfNoEntry: false });
+    } catch {
+      return false;
+    }
+    return st !== undefined && st.isFile() && st.ino === this.ino && st.dev === this.dev && st.size === this.readPos;
+  }
+
   /** The watcher saw the file's name renamed, created or removed: the next read looks at the path again. */
   suspectPath(): void {
     this.pathSuspect = true;
