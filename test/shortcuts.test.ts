@@ -122,24 +122,37 @@ function judge(values: Float64Array, drop: number): { k: number; may: boolean } 
   return { k: strongestFall(s1, s2, n, 10, 10, 20, drop, 2, tailMean), may: mayHaveFall(tailMean, max, maxAbs, n, drop) };
 }
 
+/** Passes over and change points counted over series, each judged at five drops. */
+interface Tally {
+  skipped: number;
+  falls: number;
+}
+
+/**
+ * One series judged at five drops: `judged(drop)` gives the full computation's change point (k, -1
+ * for none) and whether the shortcut lets it be looked at (may). A series passed over must have none.
+ */
+function tallyDrops(t: Tally, label: string, judged: (drop: number) => { k: number; may: boolean }): void {
+  for (const drop of [0.25, 0.5, 0, 0.9, 1.2]) {
+    const { k, may } = judged(drop);
+    if (!may) {
+      t.skipped++;
+      assert.equal(k, -1, `${label}, drop ${drop}: skipped, but a change point at ${k}`);
+    }
+    if (k >= 0) t.falls++;
+  }
+}
+
 describe('reward-drop: mayHaveFall', () => {
   test('never passes over a series with a change point (5,000 random series, five drops)', () => {
     const rand = rng(13);
-    let skipped = 0;
-    let falls = 0;
+    const t: Tally = { skipped: 0, falls: 0 };
     for (let c = 0; c < 5_000; c++) {
       const values = Float64Array.from(series(rand, 20 + Math.floor(rand() * 240)));
-      for (const drop of [0.25, 0.5, 0, 0.9, 1.2]) {
-        const { k, may } = judge(values, drop);
-        if (!may) {
-          skipped++;
-          assert.equal(k, -1, `case ${c}, drop ${drop}: skipped, but a change point at ${k}`);
-        }
-        if (k >= 0) falls++;
-      }
+      tallyDrops(t, `case ${c}`, (drop) => judge(values, drop));
     }
-    assert.ok(skipped > 1_000, `skipped ${skipped}`);
-    assert.ok(falls > 2_000, `series with a change point ${falls}`);
+    assert.ok(t.skipped > 1_000, `skipped ${t.skipped}`);
+    assert.ok(t.falls > 2_000, `series with a change point ${t.falls}`);
   });
 
   test('a recent mean exactly (1 - drop) x the level before is a fall, and is not passed over', () => {
@@ -162,26 +175,18 @@ function statsOf(values: readonly number[]): SeriesStats {
 describe('reward-drop: mayFallWithin (before the history is copied)', () => {
   test('never passes over a series with a change point (3,000 random series, older values out of the history, five drops)', () => {
     const rand = rng(17);
-    let skipped = 0;
-    let falls = 0;
+    const t: Tally = { skipped: 0, falls: 0 };
     for (let c = 0; c < 3_000; c++) {
       // Up to 400 values: past 256, the whole round holds values the history no longer does.
       const stats = statsOf(series(rand, 30 + Math.floor(rand() * 370)));
       const h = stats.history;
       if (h.length < 20) continue;
       const kept = historyValues(h).slice(0, h.length);
-      for (const drop of [0.25, 0.5, 0, 0.9, 1.2]) {
-        // The full computation on the points kept, as the mayHaveFall test above runs it.
-        const { k } = judge(kept, drop);
-        if (!mayFallWithin(h, stats.summary, 10, drop)) {
-          skipped++;
-          assert.equal(k, -1, `case ${c}, drop ${drop}: skipped, but a change point at ${k}`);
-        }
-        if (k >= 0) falls++;
-      }
+      // The full computation on the points kept, as the mayHaveFall test above runs it.
+      tallyDrops(t, `case ${c}`, (drop) => ({ k: judge(kept, drop).k, may: mayFallWithin(h, stats.summary, 10, drop) }));
     }
-    assert.ok(skipped > 400, `skipped ${skipped}`);
-    assert.ok(falls > 1_000, `series with a change point ${falls}`);
+    assert.ok(t.skipped > 400, `skipped ${t.skipped}`);
+    assert.ok(t.falls > 1_000, `series with a change point ${t.falls}`);
   });
 });
 
