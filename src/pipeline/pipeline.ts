@@ -341,8 +341,7 @@ export class Pipeline {
    */
   unchangedOnDisk(src: FileSource): boolean {
     if (!this.opened.has(src) || src.counters.records === 0 || src.held.length > 0 || src.input.stepClock === true) return false;
-    if (this.byRound.get(roundOf(src.place))?.size === 1 && this.isYoung(src)) return false;
-    return src.unchangedOnDisk();
+    return !this.looksBeside(src) && src.unchangedOnDisk();
   }
 
   /** A watcher's event or a sweep says `file` may have grown (FileSource.unread). */
@@ -657,7 +656,7 @@ export class Pipeline {
     // and writes its first metrics elsewhere): while a file alone in its round is young, each read
     // looks for the others, so they are merged from their first step whatever the watcher's delay.
     const key = roundOf(src.place);
-    if (this.byRound.get(key)?.size === 1 && this.isYoung(src)) {
+    if (this.looksBeside(src)) {
       this.looks.set(src, (this.looks.get(src) ?? 0) + 1);
       await this.lookOnDisk(src, (place) => sameRound(place, src.place));
     }
@@ -693,7 +692,12 @@ export class Pipeline {
     return group;
   }
 
-  /** Whether a file alone in its round is still looked beside on disk (see read, which counts the looks). */
+  /** Whether a read of the file looks on disk for its round's other files: young and alone in its round (see read, which counts the looks). */
+  private looksBeside(src: FileSource): boolean {
+    return this.byRound.get(roundOf(src.place))?.size === 1 && this.isYoung(src);
+  }
+
+  /** Whether a file is still young enough to be looked beside on disk (looksBeside). */
   private isYoung(src: FileSource): boolean {
     if ((this.looks.get(src) ?? 0) >= YOUNG_LOOKS) return false;
     const last = this.registry.get(src.place.run)?.round(src.place.role, src.place.round)?.lastStep ?? null;
