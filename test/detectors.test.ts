@@ -8,7 +8,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import * as yaml from 'js-yaml';
 import { suggestThresholds } from '../src/detectors/filter-thresholds.js';
-import { boundaryOscillation, judgeSpan, type SpanVerdict } from '../src/detectors/boundary-oscillation.js';
+import { boundaryOscillation, judgeSpan, WindowMemo, type SpanVerdict } from '../src/detectors/boundary-oscillation.js';
+import { History } from '../src/stats/rolling.js';
 import { DETECTORS } from '../src/detectors/index.js';
 import { DETECTOR_IDS } from '../src/detectors/index.js';
 import { FilterStats } from '../src/runs/filter.js';
@@ -126,6 +127,38 @@ describe('boundary-oscillation judges a span the same way whatever it computes f
       verdicts[got === null ? 'none' : got.cyclic ? 'cyclic' : 'noisy']++;
     }
     assert.ok(verdicts.cyclic > 50 && verdicts.noisy > 50 && verdicts.none > 50, JSON.stringify(verdicts));
+  });
+
+  test("windows remembered from a history's earlier judgements give the verdict of judging afresh, through rewinds and new settings", () => {
+    const defaults = boundaryOscillation.defaults;
+    const narrow = { ...defaults, window: 48, min_period: 3, max_period: 20 };
+    let seed = 5;
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const h = new History(256);
+    let step = 0;
+    const tally = { judged: 0, cyclic: 0, noisy: 0, reused: 0, rewinds: 0 };
+    for (let t = 0; t < 3000; t++) {
+      // Swinging, then noisy, then calm stretches; now and then a rewind (a resumed run takes back its last steps).
+      const phase = Math.floor(t / 400) % 3;
+      const v = 0.5 + (phase === 0 ? 0.15 * Math.sin(step * 0.45) : 0) + (phase === 1 ? 0.25 : 0.03) * (rand() - 0.5) * 3.4;
+      if (rand() < 0.004 && h.length > 20) {
+        step = h.dropFrom(step - 1 - Math.floor(rand() * 10)).steps[0]!;
+        tally.rewinds++;
+      }
+      h.push(step++, v);
+      // Judged at the detector's cadence, and off it (a catch-up after a backlog lands anywhere).
+      if (t % 16 !== 0 && rand() > 0.1) continue;
+      const p = Math.floor(t / 1000) === 1 ? narrow : defaults;
+      const values = h.points().values;
+      const memo = WindowMemo.of(h, p);
+      const before = memo.hits;
+      const got = judgeSpan(values, p, memo, h.pushed);
+      tally.reused += memo.hits - before;
+      assert.deepEqual(got, judgeSpan(values, p), `point ${t}`);
+      tally.judged++;
+      if (got !== null) tally[got.cyclic ? 'cyclic' : 'noisy']++;
+    }
+    assert.ok(tally.cyclic > 20 && tally.noisy > 20 && tally.reused > 100 && tally.rewinds > 3, JSON.stringify(tally));
   });
 });
 

@@ -14,6 +14,7 @@ import { recent, roundsOf } from './queries.js';
 import { detrend, mannKendall, median, moments, spectralPeak, theilSen, type SpectralPeak } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 import { pct, round3 } from '../util/format.js';
+import type { History } from '../stats/rolling.js';
 
 interface P extends Params {
   window: number;
@@ -69,25 +70,91 @@ export interface SpanVerdict {
   rise: number;
 }
 
+/** What one window of a span comes to: its detrended sd, and its spectral peak once worked out. */
+interface WindowFacts {
+  /** The window's first point, counted in points pushed to its history. */
+  start: number;
+  sd: number;
+  /** Undefined until a judgement needs it. */
+  peak: SpectralPeak | null | undefined;
+}
+
+/**
+ * The windows judged before in one series' history. The detector judges every window/4 steps and
+ * a window moves on by window/2, so with the defaults each window is in the spans of three
+ * judgements: two of a judgement's three windows were judged before (issue 32: the judgement of
+ * 200 swinging runs was the largest piece of a daemon following them). A window is known by where
+ * it starts in the history's pushes, which names the same points while nothing is taken back.
+ */
+export class WindowMemo {
+  private dropped = -1;
+  private shape = '';
+  private facts: WindowFacts[] = [];
+  /** Windows answered from memory. */
+  hits = 0;
+
+  /** The memo of `history`'s windows for `p`'s window and periods (emptied when they or the history's points change). */
+  static of(history: History, p: Pick<P, 'window' | 'min_period' | 'max_period'>): WindowMemo {
+    let memo = windowMemos.get(history);
+    if (memo === undefined) windowMemos.set(history, (memo = new WindowMemo()));
+    const shape = `${p.window}/${p.min_period}/${p.max_period}`;
+    if (memo.dropped !== history.dropped || memo.shape !== shape) {
+      memo.dropped = history.dropped;
+      memo.shape = shape;
+      memo.facts = [];
+    }
+    return memo;
+  }
+
+  /** The facts of the window starting at `start`, worked out from `values` when not known; forgets windows before `from`. */
+  window(start: number, from: number, values: () => number[]): WindowFacts {
+    if (this.facts.length > 0 && this.facts[0]!.start < from) this.facts = this.facts.filter((f) => f.start >= from);
+    const known = this.facts.find((f) => f.start === start);
+    if (known !== undefined) {
+      this.hits++;
+      return known;
+    }
+    const f = newFacts(start, values());
+    this.facts.push(f);
+    return f;
+  }
+}
+
+const windowMemos = new WeakMap<History, WindowMemo>();
+
+function newFacts(start: number, values: number[]): WindowFacts {
+  return { start, sd: Math.sqrt(moments(detrend(values)).variance), peak: undefined };
+}
+
 /**
  * The two criteria on the last `window + (windows - 1) * hop` values of a round: a consistent
  * strong spectral peak in every window, or a detrended spread that stays high without the mean
- * rising. Null when neither holds (or too few values).
+ * rising. Null when neither holds (or too few values). `memo` holds windows judged before, `end`
+ * the pushes of the history `values` end at (the last value is its point end - 1).
  */
-export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
+export function judgeSpan(values: readonly number[], p: P, memo?: WindowMemo, end = 0): SpanVerdict | null {
   const hop = Math.max(1, Math.floor(p.window / 2));
   const span = p.window + (p.windows - 1) * hop;
   if (values.length < span) return null;
   const last = values.slice(-span);
-  const wins: number[][] = [];
-  for (let i = 0; i < p.windows; i++) wins.push(last.slice(i * hop, i * hop + p.window));
+  const origin = end - span;
+  const windowOf = (i: number): number[] => last.slice(i * hop, i * hop + p.window);
+  const facts: WindowFacts[] = [];
+  for (let i = 0; i < p.windows; i++) {
+    facts.push(memo === undefined ? newFacts(i, windowOf(i)) : memo.window(origin + i * hop, origin, () => windowOf(i)));
+  }
+  const peakOf = (i: number): SpectralPeak | null => {
+    const f = facts[i]!;
+    if (f.peak === undefined) f.peak = spectralPeak(windowOf(i), p.min_period, p.max_period);
+    return f.peak;
+  };
   // The cheap criterion first, and each window's peak only while the earlier ones were strong:
   // most evaluations of a healthy round end after one spectrum and the spreads.
-  const sds = wins.map((w) => Math.sqrt(moments(detrend(w)).variance));
+  const sds = facts.map((f) => f.sd);
   const spreadStays = sds.every((s) => s >= p.high_sd) && sds[sds.length - 1]! >= 0.9 * sds[0]!;
   const peaks: (SpectralPeak | null)[] = [];
-  for (const w of wins) {
-    const k = spectralPeak(w, p.min_period, p.max_period);
+  for (let i = 0; i < p.windows; i++) {
+    const k = peakOf(i);
     peaks.push(k);
     if (!strongPeak(k, p)) break;
   }
@@ -109,7 +176,7 @@ export function judgeSpan(values: readonly number[], p: P): SpanVerdict | null {
   const rising = mk.pUp < 0.05 && rise >= 0.02;
   const noisy = spreadStays && !rising;
   if (!cyclic && !noisy) return null;
-  for (let i = peaks.length; i < wins.length; i++) peaks.push(spectralPeak(wins[i]!, p.min_period, p.max_period));
+  for (let i = peaks.length; i < p.windows; i++) peaks.push(peakOf(i));
   return { cyclic, peaks, sds, mk, rise };
 }
 
@@ -128,7 +195,8 @@ export const boundaryOscillation: Detector<P> = {
     for (const r of roundsOf(run, 'selector')) {
       const pts = recent(r, 'boundary', span);
       if (pts.values.length < span) continue;
-      const v = judgeSpan(pts.values, p);
+      const history = r.series.get('boundary')!.history;
+      const v = judgeSpan(pts.values, p, WindowMemo.of(history, p), history.pushed);
       if (v === null) continue;
       const { peaks, sds, mk, rise, cyclic } = v;
       const step = pts.steps[pts.steps.length - 1]!;
