@@ -94,10 +94,14 @@ export class SilenceStore {
 
   /** Re-reads the file when it changed (the CLI writes it while the daemon runs). */
   load(): Silence[] {
-    let m: number;
+    let m: number | undefined;
     try {
-      m = statSync(this.file).mtimeMs;
+      // (Looked at every second: a missing file answers undefined, not an error made and thrown.)
+      m = statSync(this.file, { throwIfNoEntry: false })?.mtimeMs;
     } catch {
+      m = undefined;
+    }
+    if (m === undefined) {
       // Gone: no silence applies, and a file put back (even with its old mtime) is read again.
       if (this.mtime !== -1 || this.list.length > 0) this.changes++;
       this.mtime = -1;
