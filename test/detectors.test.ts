@@ -132,6 +132,8 @@ describe('boundary-oscillation judges a span the same way whatever it computes f
   test("windows remembered from a history's earlier judgements give the verdict of judging afresh, through rewinds and new settings", () => {
     const defaults = boundaryOscillation.defaults;
     const narrow = { ...defaults, window: 48, min_period: 3, max_period: 20 };
+    // The same window, periods that leave out the swing's (about 14 steps): its peaks differ.
+    const periods = { ...defaults, min_period: 16, max_period: 40 };
     let seed = 5;
     const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const h = new History(256);
@@ -148,7 +150,8 @@ describe('boundary-oscillation judges a span the same way whatever it computes f
       h.push(step++, v);
       // Judged at the detector's cadence, and off it (a catch-up after a backlog lands anywhere).
       if (t % 16 !== 0 && rand() > 0.1) continue;
-      const p = Math.floor(t / 1000) === 1 ? narrow : defaults;
+      // Settings changed every 100 points, in swings too, where a window judged before is reused.
+      const p = [defaults, narrow, defaults, periods][Math.floor(t / 100) % 4]!;
       const values = h.points().values;
       const memo = WindowMemo.of(h, p);
       const before = memo.hits;

@@ -10,7 +10,7 @@
  * spread that stays above high_sd in every window, does not fall, while the mean does not rise.
  * False-positive rates on long white and AR(1) noise: scripts/noise-fp.ts.
  */
-import { recent, roundsOf } from './queries.js';
+import { roundsOf } from './queries.js';
 import { detrend, mannKendall, median, moments, spectralPeak, theilSen, type SpectralPeak } from '../stats/inference.js';
 import type { Detector, Draft, Params } from './types.js';
 import { pct, round3 } from '../util/format.js';
@@ -88,7 +88,8 @@ interface WindowFacts {
  */
 export class WindowMemo {
   private dropped = -1;
-  private shape = '';
+  /** The window and periods the facts were worked out for. */
+  private shape: Pick<P, 'window' | 'min_period' | 'max_period'> = { window: 0, min_period: 0, max_period: 0 };
   private facts: WindowFacts[] = [];
   /** Windows answered from memory. */
   hits = 0;
@@ -97,10 +98,10 @@ export class WindowMemo {
   static of(history: History, p: Pick<P, 'window' | 'min_period' | 'max_period'>): WindowMemo {
     let memo = windowMemos.get(history);
     if (memo === undefined) windowMemos.set(history, (memo = new WindowMemo()));
-    const shape = `${p.window}/${p.min_period}/${p.max_period}`;
-    if (memo.dropped !== history.dropped || memo.shape !== shape) {
+    const s = memo.shape;
+    if (memo.dropped !== history.dropped || s.window !== p.window || s.min_period !== p.min_period || s.max_period !== p.max_period) {
       memo.dropped = history.dropped;
-      memo.shape = shape;
+      memo.shape = { window: p.window, min_period: p.min_period, max_period: p.max_period };
       memo.facts = [];
     }
     return memo;
@@ -193,9 +194,9 @@ export const boundaryOscillation: Detector<P> = {
     const hop = Math.max(1, Math.floor(p.window / 2));
     const span = p.window + (p.windows - 1) * hop;
     for (const r of roundsOf(run, 'selector')) {
-      const pts = recent(r, 'boundary', span);
-      if (pts.values.length < span) continue;
-      const history = r.series.get('boundary')!.history;
+      const history = r.series.get('boundary')?.history;
+      if (history === undefined || history.length < span) continue;
+      const pts = history.points(span);
       const v = judgeSpan(pts.values, p, WindowMemo.of(history, p), history.pushed);
       if (v === null) continue;
       const { peaks, sds, mk, rise, cyclic } = v;
